@@ -1,0 +1,5 @@
+"""``python -m cosim``: the command-line interface."""
+
+from cosim.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The application level (ALS): DLS techniques and the master-worker loop runtime."""

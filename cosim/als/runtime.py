@@ -1,0 +1,428 @@
+"""The master-worker runtime of one app: a DLS technique scheduling a loop over a job's PEs.
+
+Model (DESIGN §5). The master lives on the job's first PE (rank 0) and costs ``overhead_s`` per
+chunk, nothing otherwise; every PE, rank 0 included, runs one worker. A worker sends a request
+(``request_bytes``) to the master, the master serves requests one at a time in arrival order
+(ties by rank), asks the technique for a chunk size, and sends the assignment
+(``assign_bytes``); the worker computes the chunk as one block of
+``sum(cost[first:first+size]) / (speed x availability)`` seconds, then asks again. Messages
+take the platform's time (0 inside a host). Iterations are handed out in order, so a chunk is
+``[N - R, N - R + size)``. When nothing is left the master answers "done": the PE is idle from
+the moment that answer arrives (its ``done`` tick, the RCA yield point of its host once all of
+the host's PEs are done). Adaptive techniques get the measurements of a PE's previous chunk
+just before its next request is served.
+
+Time is integer ticks. Events are requests, kept in one heap of integers
+``(arrival_tick << 20) | rank``: popping gives arrival order with ties by rank, without
+tuples. Since every new request arrives after the one being served, heap order is also serve
+order. `advance(until)` serves every request whose serve tick is before `until`, so commands
+stamped `until` apply to requests served at or after it.
+
+Malleability at chunk boundaries: `remove` makes a PE stop asking: every request of it served at
+or after the command's tick is not answered with work, and the PE is released at
+``max(its request tick, command tick)`` (after its current chunk). `add` makes new PEs request
+from the command's tick. On either change the technique restarts on the unscheduled
+iterations with the new set of active PEs. ``timesteps > 1`` repeats the loop: when the master
+has answered every active PE "done", it starts the next step by sending each PE a start
+message (assignment size), and the technique's ``end_step`` runs (AWF adapts there).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cosim.als.availability import Availability, availabilities
+from cosim.als.techniques import Context, Technique, make_params
+from cosim.core.clock import TICKS_PER_SECOND
+from cosim.errors import InputError
+from cosim.workload.costs import TaskCosts
+
+__all__ = ["Comm", "ChunkTable", "LoopResult", "LoopRun"]
+
+_SHIFT = 20
+_MASK = (1 << _SHIFT) - 1
+_NEVER = 1 << 62
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Comm:
+    """Message sizes and master overhead of the master-worker protocol."""
+
+    request_bytes: int = 64
+    assign_bytes: int = 64
+    overhead_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.request_bytes < 0 or self.assign_bytes < 0:
+            raise ValueError("message sizes must be >= 0")
+        if not self.overhead_s >= 0:
+            raise ValueError("overhead_s must be >= 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ChunkTable:
+    """One row per chunk, in assignment order; ticks are absolute simulated times.
+
+    rank: the PE's rank in the job; first, size: the iterations; t_assign: the master sends
+    the assignment (its overhead ends); t_start: the worker receives it and starts computing;
+    t_end: the chunk is done (the worker sends its next request). step: the time step.
+    """
+
+    rank: np.ndarray
+    first: np.ndarray
+    size: np.ndarray
+    t_assign: np.ndarray
+    t_start: np.ndarray
+    t_end: np.ndarray
+    step: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.size)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class LoopResult:
+    """Outcome of a loop run. Ticks are absolute; `start` is when the PEs first requested."""
+
+    technique: str
+    params: Mapping[str, Any]
+    n_tasks: int
+    n_pes: int
+    timesteps: int
+    start: int
+    end: int  # tick of the last chunk's end (start if there was none)
+    finish: tuple[int, ...]  # per rank: end of its last chunk (start if none)
+    done: tuple[int, ...]  # per rank: "no more work" received, or release after removal
+    n_chunks: int
+    chunks: ChunkTable | None = field(default=None)
+
+    @property
+    def makespan(self) -> int:
+        """Ticks from the first request to the end of the last chunk."""
+        return self.end - self.start
+
+
+class LoopRun:
+    """One app's loop on a set of PEs, simulated request by request (see module docstring).
+
+    Parameters
+    ----------
+    costs:
+        Per-iteration costs in FLOP (with prefix sums).
+    technique, params:
+        The DLS technique and its parameters (strings from the CLI or typed values).
+    speeds:
+        Nominal FLOP/s of each rank's PE.
+    request_ticks, assign_ticks:
+        Message time of a request from each rank to the master and of an assignment back.
+    comm:
+        Message sizes (for the context only; times are given) and master overhead.
+    availability:
+        Per-rank constant factor or `Availability` profile (default: all 1).
+    start:
+        Tick at which every PE sends its first request.
+    timesteps:
+        How many times the loop runs (AWF adapts between steps).
+    rng:
+        The technique's random stream (RND).
+    record:
+        Keep the chunk table (set False for benchmarks of the event rate only).
+    """
+
+    def __init__(
+        self,
+        *,
+        costs: TaskCosts,
+        technique: Technique,
+        params: Mapping[str, Any] | None = None,
+        speeds: Sequence[float],
+        request_ticks: Sequence[int],
+        assign_ticks: Sequence[int],
+        comm: Comm = Comm(),
+        availability: Sequence[float | Availability] | None = None,
+        start: int = 0,
+        timesteps: int = 1,
+        rng: np.random.Generator | None = None,
+        record: bool = True,
+    ) -> None:
+        p = len(speeds)
+        if p < 1:
+            raise InputError("a loop needs at least one PE", field="hosts")
+        if p > _MASK:
+            raise InputError(f"at most {_MASK} PEs per app", field="hosts")
+        if len(request_ticks) != p or len(assign_ticks) != p:
+            raise ValueError("one request and one assignment time per PE")
+        if any(s <= 0 for s in speeds):
+            raise InputError("PE speeds must be > 0", field="speed")
+        if timesteps < 1:
+            raise InputError("timesteps must be >= 1", field="timesteps")
+        self.technique = technique
+        self.params = make_params(technique, params or {})
+        self.costs = costs
+        self.comm = comm
+        self.timesteps = timesteps
+        self.start = start
+        self._rng = rng
+        self._record = record
+        self._n = costs.n
+        self._pref = costs.prefix.tolist()
+        self._pref_sq = costs.prefix_sq.tolist()
+        self._speeds = [float(s) for s in speeds]
+        self._req = [int(t) for t in request_ticks]
+        self._asg = [int(t) for t in assign_ticks]
+        self._avail = availabilities(availability, p)
+        self._ovh = round(comm.overhead_s * TICKS_PER_SECOND)
+        # ticks per FLOP for constant availability; None sends the rank to Availability.finish
+        self._tpf: list[float | None] = []
+        for s, a in zip(self._speeds, self._avail):
+            c = a.constant
+            self._tpf.append(TICKS_PER_SECOND / (s * c) if c is not None else None)
+        self._active = list(range(p))
+        self._removed_at: list[int] = [_NEVER] * p
+        self._heap = [((start + self._req[r]) << _SHIFT) | r for r in range(p)]
+        heapq.heapify(self._heap)
+        self._mfree = start
+        self._remaining = self._n
+        self._step = 0
+        self._waiting = 0  # active ranks answered "done" in this step
+        self._finish = [start] * p
+        self._done: list[int | None] = [None] * p
+        self._last: list[tuple[int, int, int, int, float] | None] = [None] * p
+        self._cols: tuple[list[int], ...] = tuple([] for _ in range(7))
+        self._n_chunks = 0
+        self._planner = self._new_planner(self._n)
+
+    # -- construction helpers -------------------------------------------------------------
+
+    def _context(self, n: int) -> Context:
+        ranks = tuple(self._active)
+        speeds = tuple(self._speeds[r] for r in ranks)
+        mean_speed = sum(speeds) / len(speeds)
+        rtt = [self._req[r] + self._asg[r] for r in ranks]
+        return Context(
+            n=n,
+            ranks=ranks,
+            speeds=speeds,
+            mean_s=self.costs.mean / mean_speed,
+            std_s=self.costs.std / mean_speed,
+            overhead_s=self.comm.overhead_s + sum(rtt) / len(rtt) / TICKS_PER_SECOND,
+            rng=self._rng,
+        )
+
+    def _new_planner(self, n: int):
+        try:
+            return self.technique.make(self.params, self._context(max(n, 1)))
+        except ValueError as exc:
+            raise InputError(str(exc), field=self.technique.name) from None
+
+    @property
+    def speeds(self) -> tuple[float, ...]:
+        """Nominal FLOP/s of every rank's PE (ranks added later included)."""
+        return tuple(self._speeds)
+
+    # -- malleability ---------------------------------------------------------------------
+
+    def add(self, at: int, speeds: Sequence[float], request_ticks: Sequence[int],
+            assign_ticks: Sequence[int],
+            availability: Sequence[float | Availability] | None = None) -> list[int]:
+        """New PEs join at tick `at` (they request then); returns their ranks."""
+        self.advance(at)
+        new = []
+        for s, rq, asg, av in zip(speeds, request_ticks, assign_ticks,
+                                  availabilities(availability, len(speeds)), strict=True):
+            r = len(self._speeds)
+            if r > _MASK:
+                raise InputError(f"at most {_MASK} PEs per app", field="hosts")
+            self._speeds.append(float(s))
+            self._req.append(int(rq))
+            self._asg.append(int(asg))
+            self._avail.append(av)
+            c = av.constant
+            self._tpf.append(TICKS_PER_SECOND / (s * c) if c is not None else None)
+            self._removed_at.append(_NEVER)
+            self._finish.append(at)
+            self._done.append(None)
+            self._last.append(None)
+            self._active.append(r)
+            heapq.heappush(self._heap, ((at + int(rq)) << _SHIFT) | r)
+            new.append(r)
+        self._planner = self._new_planner(self._remaining)
+        return new
+
+    def remove(self, at: int, ranks: Sequence[int]) -> None:
+        """PEs `ranks` stop asking for work from tick `at` (after their current chunk)."""
+        self.advance(at)
+        gone = set(ranks)
+        if not gone <= set(self._active):
+            raise InputError(f"ranks {sorted(gone - set(self._active))} are not active",
+                             field="ranks")
+        if len(gone) == len(self._active) and self._remaining > 0:
+            raise InputError("cannot remove every PE of an app with work left", field="ranks")
+        for r in sorted(gone):
+            self._removed_at[r] = at
+            if self._done[r] is not None:  # already idle: released now
+                self._waiting -= 1
+                self._done[r] = at
+        self._active = [r for r in self._active if r not in gone]
+        self._planner = self._new_planner(self._remaining)
+        self._maybe_next_step(at)
+
+    # -- simulation -----------------------------------------------------------------------
+
+    def next_tick(self) -> int | None:
+        """Serve tick of the next request, or None when the loop is over."""
+        if not self._heap:
+            return None
+        t = self._heap[0] >> _SHIFT
+        return t if t > self._mfree else self._mfree
+
+    @property
+    def finished(self) -> bool:
+        """True when every PE has been answered "done" or released in the last step."""
+        return not self._heap and self._remaining == 0 and self._step == self.timesteps - 1
+
+    def advance(self, until: int) -> None:
+        """Serve every request whose serve tick is before `until`."""
+        heap = self._heap
+        heappop = heapq.heappop
+        heapreplace = heapq.heapreplace
+        req, asg, tpf, avail, speeds = self._req, self._asg, self._tpf, self._avail, self._speeds
+        pref, pref_sq = self._pref, self._pref_sq
+        removed_at, finish, last = self._removed_at, self._finish, self._last
+        planner = self._planner
+        nxt = planner.next
+        adaptive = planner.adaptive
+        wants_sq = planner.wants_sq
+        mc = self.params.min_chunk
+        ovh = self._ovh
+        n = self._n
+        step = self._step
+        record = self._record
+        c_rank, c_first, c_size, c_assign, c_start, c_end, c_step = self._cols
+        mfree = self._mfree
+        remaining = self._remaining
+        n_chunks = self._n_chunks
+        while heap:
+            key = heap[0]
+            t = key >> _SHIFT
+            s = t if t > mfree else mfree
+            if s >= until:
+                break
+            rank = key & _MASK
+            sent = t - req[rank]
+            if s >= removed_at[rank]:  # removed: no more work, released after its chunk
+                heappop(heap)
+                rm = removed_at[rank]
+                self._done[rank] = sent if sent > rm else rm
+                continue
+            if remaining == 0:  # nothing left in this step
+                heappop(heap)
+                self._mfree = mfree
+                self._remaining = remaining
+                self._n_chunks = n_chunks
+                self._answer_done(rank, s)
+                if self._step != step:  # a new step began: reload the step's state
+                    return self.advance(until)
+                continue
+            if adaptive:
+                prev = last[rank]
+                if prev is not None:
+                    p_size, p_start, p_end, p_sent, p_sq = prev
+                    planner.record(rank, p_size, (p_end - p_start) / TICKS_PER_SECOND,
+                                   (p_end - p_sent) / TICKS_PER_SECOND, p_sq)
+            size = nxt(rank, remaining)
+            if size < mc:
+                size = mc
+            if size > remaining:
+                size = remaining
+            first = n - remaining
+            remaining -= size
+            mfree = s + ovh
+            a = mfree + asg[rank]
+            flop = pref[first + size] - pref[first]
+            f = tpf[rank]
+            if f is not None:
+                end = a + round(flop * f)
+            else:
+                end = avail[rank].finish(a, flop, speeds[rank])
+            finish[rank] = end
+            n_chunks += 1
+            if adaptive:
+                sq = 0.0
+                if wants_sq and flop > 0.0:
+                    per = (end - a) / TICKS_PER_SECOND / flop
+                    sq = (pref_sq[first + size] - pref_sq[first]) * per * per
+                last[rank] = (size, a, end, sent, sq)
+            if record:
+                c_rank.append(rank)
+                c_first.append(first)
+                c_size.append(size)
+                c_assign.append(mfree)
+                c_start.append(a)
+                c_end.append(end)
+                c_step.append(step)
+            heapreplace(heap, ((end + req[rank]) << _SHIFT) | rank)
+        self._mfree = mfree
+        self._remaining = remaining
+        self._n_chunks = n_chunks
+
+    def _answer_done(self, rank: int, s: int) -> None:
+        """The master answers `rank` "done" at tick `s`."""
+        self._done[rank] = s + self._asg[rank]
+        self._waiting += 1
+        self._maybe_next_step(s)
+
+    def _maybe_next_step(self, s: int) -> None:
+        if self._waiting < len(self._active) or self._step + 1 >= self.timesteps:
+            return
+        if self._remaining > 0:
+            return
+        # every active PE has its "done": the master starts the next step at tick s
+        self._planner.end_step()
+        self._step += 1
+        self._waiting = 0
+        self._remaining = self._n
+        self._planner = self._new_planner(self._n) if not self._planner.adaptive else \
+            self._planner
+        for r in self._active:
+            self._done[r] = None
+            heapq.heappush(self._heap, ((s + self._asg[r] + self._req[r]) << _SHIFT) | r)
+
+    def run(self) -> LoopResult:
+        """Simulate to the end and return the result."""
+        self.advance(_NEVER)
+        return self.result()
+
+    def result(self) -> LoopResult:
+        """The result so far (complete once `finished`)."""
+        p = len(self._speeds)
+        cols = self._cols
+        table = None
+        if self._record:
+            table = ChunkTable(
+                rank=np.asarray(cols[0], dtype=np.int32),
+                first=np.asarray(cols[1], dtype=np.int64),
+                size=np.asarray(cols[2], dtype=np.int64),
+                t_assign=np.asarray(cols[3], dtype=np.int64),
+                t_start=np.asarray(cols[4], dtype=np.int64),
+                t_end=np.asarray(cols[5], dtype=np.int64),
+                step=np.asarray(cols[6], dtype=np.int32),
+            )
+        return LoopResult(
+            technique=self.technique.name,
+            params={k: getattr(self.params, k) for k in self.params.__dataclass_fields__},
+            n_tasks=self._n,
+            n_pes=p,
+            timesteps=self.timesteps,
+            start=self.start,
+            end=max(self._finish) if p else self.start,
+            finish=tuple(self._finish),
+            done=tuple(self.start if d is None else d for d in self._done),
+            n_chunks=self._n_chunks,
+            chunks=table,
+        )

@@ -1,0 +1,14 @@
+"""AWF-C: adaptive weighted factoring, weights from compute times, chunk base ceil(R/(2P)) at
+every request.
+
+The rule is shared with the rest of the family in `awf_family` (dls.md §2, §3).
+"""
+
+from __future__ import annotations
+
+from cosim.als.techniques.awf_family import make_awf_variant
+
+__all__ = ["TECHNIQUE"]
+
+TECHNIQUE = make_awf_variant("AWF-C", batched=False, elapsed=False)
+

@@ -1,0 +1,67 @@
+"""TAP, taper (Lucco 1992): K = max(K_min, ceil(T + v^2/2 - v sqrt(2T + v^2/4))) per request.
+
+v = alpha sigma / mu and T = R/P + K_min/2 (Lucco, bosched; ``t=lb4omp`` uses T = R/P, D8).
+Evaluated with 60-digit decimals. With v -> 0 TAP becomes ceil(R/P + K_min/2). In the runtime
+mu and sigma default to the mean and standard deviation of the job's iteration times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import localcontext
+from typing import Literal
+
+from cosim.als.techniques.base import (
+    CommonParams, Context, Planner, Technique, dceil, dec, require,
+)
+
+__all__ = ["TECHNIQUE", "Params"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params(CommonParams):
+    """mu, sigma: iteration time mean and std; alpha: scale of v; k_min; t: lucco|lb4omp."""
+
+    mu: float | None = None
+    sigma: float | None = None
+    alpha: float = 1.0
+    k_min: int = 1
+    t: Literal["lucco", "lb4omp"] = "lucco"
+
+    def __post_init__(self) -> None:
+        CommonParams.__post_init__(self)
+        if self.mu is not None and self.mu <= 0:
+            raise ValueError("mu must be > 0")
+        if self.sigma is not None and self.sigma < 0:
+            raise ValueError("sigma must be >= 0")
+        if self.alpha < 0:
+            raise ValueError("alpha must be >= 0")
+        if self.k_min < 1:
+            raise ValueError("k_min must be >= 1")
+
+
+class _TAP(Planner):
+    __slots__ = ("p", "v", "k_min", "half")
+
+    def __init__(self, params: Params, ctx: Context) -> None:
+        mu = require(params.mu if params.mu is not None else ctx.mean_s, "TAP", "mu",
+                     "mean time of an iteration")
+        sigma = require(params.sigma if params.sigma is not None else ctx.std_s, "TAP",
+                        "sigma", "standard deviation of an iteration's time")
+        self.p = ctx.p
+        # costs all 0 give mu = sigma = 0: no variance, v = 0
+        self.v = dec(params.alpha) * dec(sigma) / dec(mu) if sigma > 0 else dec(0)
+        self.k_min = params.k_min
+        self.half = dec(params.k_min) / 2 if params.t == "lucco" else dec(0)
+
+    def next(self, rank: int, remaining: int) -> int:
+        with localcontext() as c:
+            c.prec = 60
+            t = dec(remaining) / self.p + self.half
+            v = self.v
+            k = dceil(t + v * v / 2 - v * (2 * t + v * v / 4).sqrt())
+        return k if k > self.k_min else self.k_min
+
+
+TECHNIQUE = Technique(name="TAP", summary="taper: GSS shrunk by the variance", params=Params,
+                      make=_TAP)

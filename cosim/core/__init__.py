@@ -1,0 +1,1 @@
+"""Core building blocks: integer-tick time, keyed random streams, unit parsing."""

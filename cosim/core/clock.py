@@ -1,0 +1,33 @@
+"""Simulated time as integer nanoseconds (ticks), and the one rule that turns seconds into ticks.
+
+All simulated times are `Tick` values: integer nanoseconds since t=0 of the run. Floats
+(seconds, FLOP divided by FLOP/s) become ticks only through `to_ticks`, which rounds to the
+nearest tick with ties to even (Python's ``round``, numpy's ``rint``): a duration below half a
+nanosecond becomes 0. The ALS inner loop inlines exactly this rule (``round(x)``) for speed.
+"""
+
+from __future__ import annotations
+
+from typing import NewType
+
+import numpy as np
+
+__all__ = ["Tick", "TICKS_PER_SECOND", "to_ticks", "to_seconds", "ticks_array"]
+
+Tick = NewType("Tick", int)
+TICKS_PER_SECOND = 1_000_000_000
+
+
+def to_ticks(seconds: float) -> Tick:
+    """Seconds -> ticks, rounded to nearest, ties to even."""
+    return Tick(round(seconds * TICKS_PER_SECOND))
+
+
+def to_seconds(ticks: int) -> float:
+    """Ticks -> seconds (for output only; never feed the result back into the simulation)."""
+    return ticks / TICKS_PER_SECOND
+
+
+def ticks_array(seconds: np.ndarray) -> np.ndarray:
+    """Vectorised `to_ticks` (same rounding rule), as int64."""
+    return np.rint(np.asarray(seconds, dtype=np.float64) * TICKS_PER_SECOND).astype(np.int64)

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""cosim benchmarks: simulated work per wall second, with the targets of the issues.
+
+Each benchmark prints what it measured (events/s, jobs/s, ms), its target and the ratio
+measured/target (>= 1 meets it). Timings are the best of ``--repeat`` runs on one core; inputs
+(app costs) are computed once before timing. Usage: ``python scripts/bench.py [--only SUBSTR]
+[--repeat N]``. Timing assertions do not belong in the test suite; they live here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from cosim.als.launch import loop_on_hosts
+from cosim.als.techniques import chunk_sizes, get, names
+from cosim.platform import load_platform
+from cosim.workload import load_app
+
+BENCHES: list[tuple[str, Callable[[int], list[tuple[str, float, str, float | None]]]]] = []
+
+
+def bench(name: str):
+    def deco(fn):
+        BENCHES.append((name, fn))
+        return fn
+    return deco
+
+
+def best(repeat: int, fn: Callable[[], object]) -> tuple[float, object]:
+    """Best wall time of `repeat` calls of `fn`, and the last result."""
+    times = []
+    out = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+_CACHE: dict[str, object] = {}
+
+
+def mandelbrot():
+    if "m" not in _CACHE:
+        _CACHE["m"] = load_app("mandelbrot")
+    return _CACHE["m"]
+
+
+def ib256():
+    if "p" not in _CACHE:
+        _CACHE["p"] = load_platform("ib256")
+    return _CACHE["p"]
+
+
+def loop_seconds(technique: str, repeat: int, hosts: int = 64, record: bool = True):
+    costs, plat = mandelbrot(), ib256()
+
+    def once():
+        run, _ = loop_on_hosts(costs=costs, platform=plat, hosts=hosts,
+                               technique=get(technique), record=record)
+        return run.run()
+
+    return best(repeat, once)
+
+
+@bench("als: SS on 262,144 Mandelbrot tasks, 64 PEs (chunk table recorded)")
+def _ss(repeat):
+    wall, res = loop_seconds("SS", repeat)
+    rate = res.n_chunks / wall
+    return [("chunk events/s", rate, "ev/s", 500_000.0), ("wall", wall, "s", None)]
+
+
+@bench("als: GSS, FAC2, AF on the same app (target: milliseconds)")
+def _fast(repeat):
+    rows = []
+    for t in ("GSS", "FAC2", "AF"):
+        wall, res = loop_seconds(t, repeat)
+        rows.append((f"{t} wall ({res.n_chunks} chunks)", wall * 1e3, "ms", None))
+    return rows
+
+
+@bench("als: every technique on the same app, 64 PEs")
+def _all(repeat):
+    rows = []
+    for t in names():
+        wall, res = loop_seconds(t, repeat)
+        rows.append((f"{t:<6} {res.n_chunks:>7} chunks", res.n_chunks / wall, "ev/s", None))
+    return rows
+
+
+@bench("techniques: chunk_sizes('SS', 262144, 64) sequence")
+def _seq(repeat):
+    wall, seq = best(repeat, lambda: chunk_sizes("SS", 262_144, 64))
+    return [("chunks/s", len(seq) / wall, "ch/s", None)]
+
+
+@bench("apps: Mandelbrot 512x512 escape counts, uncached (max_iter 1e3 and 1e6)")
+def _mandel(repeat):
+    rows = []
+    for it in (1000, 1_000_000):
+        with tempfile.TemporaryDirectory() as tmp:
+            def once(it=it, tmp=tmp):
+                for f in Path(tmp).glob("*"):
+                    f.unlink()
+                return load_app("mandelbrot", overrides={"max_iter": str(it)}, cache_dir=tmp)
+            wall, costs = best(max(1, repeat // 2), once)
+        rows.append((f"max_iter={it:,}", costs.n / wall, "pixels/s", None))
+    return rows
+
+
+@bench("apps: PSIA spin-image costs from the default point cloud, uncached")
+def _psia(repeat):
+    with tempfile.TemporaryDirectory() as tmp:
+        def once():
+            for f in Path(tmp).glob("*"):
+                f.unlink()
+            return load_app("psia", cache_dir=tmp)
+        wall, costs = best(1, once)
+    return [("spin images/s", costs.n / wall, "img/s", None), ("wall", wall, "s", None)]
+
+
+@bench("platform: load ib256 and compute 256x256 message times")
+def _plat(repeat):
+    def once():
+        p = load_platform("ib256")
+        return sum(p.message_ticks(0, h, 64) for h in range(p.n_hosts))
+    wall, _ = best(repeat, once)
+    return [("wall", wall * 1e3, "ms", None)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="", help="run the benchmarks whose name contains this")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    print(f"{'benchmark / measure':<58} {'value':>14} {'unit':<9} {'target':>10} {'ratio':>7}")
+    for name, fn in BENCHES:
+        if args.only.lower() not in name.lower():
+            continue
+        print(name)
+        for what, value, unit, target in fn(args.repeat):
+            tgt = f"{target:>10,.0f}" if target else f"{'':>10}"
+            ratio = f"{value / target:>7.2f}" if target else ""
+            print(f"  {what:<56} {value:>14,.3f} {unit:<9} {tgt} {ratio}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
