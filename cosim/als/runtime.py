@@ -47,6 +47,9 @@ __all__ = ["Comm", "ChunkTable", "LoopResult", "LoopRun"]
 _SHIFT = 20
 _MASK = (1 << _SHIFT) - 1
 _NEVER = 1 << 62
+# chunks after which the prefix sums are turned into lists: indexing a list is ~3x faster than
+# a numpy array, but converting 262,144 floats costs ~5 ms, worth it only for long runs
+_LIST_AFTER = 4096
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,8 +173,9 @@ class LoopRun:
         self._rng = rng
         self._record = record
         self._n = costs.n
-        self._pref = costs.prefix.tolist()
-        self._pref_sq = costs.prefix_sq.tolist()
+        # numpy arrays at first; lists (faster to index) once a run proves long (_LIST_AFTER)
+        self._pref: np.ndarray | list[float] = costs.prefix
+        self._pref_sq: np.ndarray | list[float] = costs.prefix_sq
         self._speeds = [float(s) for s in speeds]
         self._req = [int(t) for t in request_ticks]
         self._asg = [int(t) for t in assign_ticks]
@@ -307,6 +311,7 @@ class LoopRun:
         mfree = self._mfree
         remaining = self._remaining
         n_chunks = self._n_chunks
+        to_lists = _LIST_AFTER if isinstance(pref, np.ndarray) else -1
         while heap:
             key = heap[0]
             t = key >> _SHIFT
@@ -344,7 +349,11 @@ class LoopRun:
             remaining -= size
             mfree = s + ovh
             a = mfree + asg[rank]
-            flop = pref[first + size] - pref[first]
+            if n_chunks == to_lists:
+                pref = self._pref = self.costs.prefix.tolist()
+                if wants_sq:
+                    pref_sq = self._pref_sq = self.costs.prefix_sq.tolist()
+            flop = pref[first + size] - pref[first]  # np.float64 (a float) or float
             f = tpf[rank]
             if f is not None:
                 end = a + round(flop * f)

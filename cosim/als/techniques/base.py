@@ -27,6 +27,8 @@ from cosim.errors import InputError
 
 __all__ = [
     "CommonParams",
+    "MomentParams",
+    "moments",
     "Context",
     "Planner",
     "Technique",
@@ -53,6 +55,41 @@ class CommonParams:
     def __post_init__(self) -> None:
         if self.min_chunk < 1:
             raise ValueError("min_chunk must be >= 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MomentParams(CommonParams):
+    """Parameters of techniques built on the iteration-time distribution (FAC, TAP).
+
+    mu, sigma: mean and standard deviation of one iteration's time, in any one unit. In the
+    runtime they default to the job's own iteration times (`Context.mean_s`, `Context.std_s`).
+    """
+
+    mu: float | None = None
+    sigma: float | None = None
+
+    def __post_init__(self) -> None:
+        CommonParams.__post_init__(self)
+        if self.mu is not None and self.mu <= 0:
+            raise ValueError("mu must be > 0")
+        if self.sigma is not None and self.sigma < 0:
+            raise ValueError("sigma must be >= 0")
+
+
+def moments(params: MomentParams, ctx: Context, technique: str) -> Decimal:
+    """sigma/mu from the parameters, else from the context; 0 when sigma is 0.
+
+    Costs that are all zero give mu = sigma = 0 in the context: no variance, ratio 0.
+    """
+    mu = require(params.mu if params.mu is not None else ctx.mean_s, technique, "mu",
+                 "mean time of an iteration")
+    sigma = require(params.sigma if params.sigma is not None else ctx.std_s, technique,
+                    "sigma", "standard deviation of an iteration's time")
+    if sigma == 0:
+        return Decimal(0)
+    with localcontext() as c:
+        c.prec = 60
+        return dec(sigma) / dec(mu)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

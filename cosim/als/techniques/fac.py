@@ -14,40 +14,26 @@ from decimal import localcontext
 from typing import Literal
 
 from cosim.als.techniques.base import (
-    CommonParams, Context, Planner, Technique, dceil, dec, require,
+    Context, MomentParams, Planner, Technique, dceil, dec, moments,
 )
 
 __all__ = ["TECHNIQUE", "Params"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Params(CommonParams):
-    """mu, sigma: mean and std of an iteration's time; x0: plus2 (canonical) | plus4."""
+class Params(MomentParams):
+    """mu, sigma (see MomentParams); x0: plus2 (canonical) | plus4."""
 
-    mu: float | None = None
-    sigma: float | None = None
     x0: Literal["plus2", "plus4"] = "plus2"
-
-    def __post_init__(self) -> None:
-        CommonParams.__post_init__(self)
-        if self.mu is not None and self.mu <= 0:
-            raise ValueError("mu must be > 0")
-        if self.sigma is not None and self.sigma < 0:
-            raise ValueError("sigma must be >= 0")
 
 
 class _FAC(Planner):
     __slots__ = ("k", "p", "ratio", "plus4", "size")
 
     def __init__(self, params: Params, ctx: Context) -> None:
-        mu = require(params.mu if params.mu is not None else ctx.mean_s, "FAC", "mu",
-                     "mean time of an iteration")
-        sigma = require(params.sigma if params.sigma is not None else ctx.std_s, "FAC",
-                        "sigma", "standard deviation of an iteration's time")
         self.k = 0
         self.p = ctx.p
-        # costs all 0 give mu = sigma = 0: no variance, so the ratio is 0 (STATIC-like)
-        self.ratio = dec(sigma) / dec(mu) if sigma > 0 else dec(0)
+        self.ratio = moments(params, ctx, "FAC")
         self.plus4 = params.x0 == "plus4"
         self.size = 0
 

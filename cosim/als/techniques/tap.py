@@ -12,28 +12,22 @@ from decimal import localcontext
 from typing import Literal
 
 from cosim.als.techniques.base import (
-    CommonParams, Context, Planner, Technique, dceil, dec, require,
+    Context, MomentParams, Planner, Technique, dceil, dec, moments,
 )
 
 __all__ = ["TECHNIQUE", "Params"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Params(CommonParams):
-    """mu, sigma: iteration time mean and std; alpha: scale of v; k_min; t: lucco|lb4omp."""
+class Params(MomentParams):
+    """mu, sigma (see MomentParams); alpha: scale of v; k_min; t: lucco|lb4omp."""
 
-    mu: float | None = None
-    sigma: float | None = None
     alpha: float = 1.0
     k_min: int = 1
     t: Literal["lucco", "lb4omp"] = "lucco"
 
     def __post_init__(self) -> None:
-        CommonParams.__post_init__(self)
-        if self.mu is not None and self.mu <= 0:
-            raise ValueError("mu must be > 0")
-        if self.sigma is not None and self.sigma < 0:
-            raise ValueError("sigma must be >= 0")
+        MomentParams.__post_init__(self)
         if self.alpha < 0:
             raise ValueError("alpha must be >= 0")
         if self.k_min < 1:
@@ -44,13 +38,8 @@ class _TAP(Planner):
     __slots__ = ("p", "v", "k_min", "half")
 
     def __init__(self, params: Params, ctx: Context) -> None:
-        mu = require(params.mu if params.mu is not None else ctx.mean_s, "TAP", "mu",
-                     "mean time of an iteration")
-        sigma = require(params.sigma if params.sigma is not None else ctx.std_s, "TAP",
-                        "sigma", "standard deviation of an iteration's time")
         self.p = ctx.p
-        # costs all 0 give mu = sigma = 0: no variance, v = 0
-        self.v = dec(params.alpha) * dec(sigma) / dec(mu) if sigma > 0 else dec(0)
+        self.v = dec(params.alpha) * moments(params, ctx, "TAP")
         self.k_min = params.k_min
         self.half = dec(params.k_min) / 2 if params.t == "lucco" else dec(0)
 
