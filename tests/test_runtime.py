@@ -46,9 +46,9 @@ def check_invariants(result, costs, speeds_by_rank, *, req, asg, overhead=0):
         m = c.rank == r
         starts, ends = c.t_start[m], c.t_end[m]
         assert np.all(starts[1:] >= ends[:-1] + req[r] + asg[r])
-    # durations are the chunk's FLOP at the PE's speed, rounded to the tick
+    # durations: round(FLOP x (1e9 / speed)), to nearest tick, ties to even (the runtime's rule)
     flop = costs.prefix[c.first + c.size] - costs.prefix[c.first]
-    expect = np.rint(flop / np.asarray(speeds_by_rank)[c.rank] * 1e9).astype(np.int64)
+    expect = np.rint(flop * (1e9 / np.asarray(speeds_by_rank)[c.rank])).astype(np.int64)
     assert np.array_equal(c.t_end - c.t_start, expect)
     assert result.end == c.t_end.max()
     # no schedule beats perfect balance (each chunk's time is rounded to the nearest tick)

@@ -12,7 +12,8 @@ the moment that answer arrives (its ``done`` tick, the RCA yield point of its ho
 the host's PEs are done). Adaptive techniques get the measurements of a PE's previous chunk
 just before its next request is served.
 
-Time is integer ticks. Events are requests, kept in one heap of integers
+Time is integer ticks; a chunk lasts ``round(flop * (1e9 / (speed * availability)))`` ticks
+(nearest, ties to even: the clock's rule, inlined). Events are requests, kept in one heap of integers
 ``(arrival_tick << 20) | rank``: popping gives arrival order with ties by rank, without
 tuples. Since every new request arrives after the one being served, heap order is also serve
 order. `advance(until)` serves every request whose serve tick is before `until`, so commands

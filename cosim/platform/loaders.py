@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from cosim.errors import InputError
+from cosim.paths import PLATFORMS_DIR
 from cosim.platform.model import Platform
 from cosim.platform.simgrid import load_simgrid_xml
 from cosim.platform.toml_format import load_toml
@@ -22,7 +23,7 @@ __all__ = ["load_platform", "available_platforms", "platforms_dir"]
 
 def platforms_dir() -> Path:
     """``<repo>/platforms``: where builtin platform names are looked up."""
-    return Path(__file__).resolve().parents[2] / "platforms"
+    return PLATFORMS_DIR
 
 
 def available_platforms() -> list[str]:

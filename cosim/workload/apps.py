@@ -22,13 +22,12 @@ from types import MappingProxyType
 
 from cosim.config import build, check_keys, read_toml
 from cosim.errors import InputError
+from cosim.paths import APPS_DIR
 from cosim.workload import mandelbrot, profile, psia
-from cosim.workload.cache import REPO_DIR
 from cosim.workload.costs import TaskCosts
 
 __all__ = ["AppModel", "AppSpec", "MODELS", "APPS_DIR", "resolve_app", "load_app"]
 
-APPS_DIR = REPO_DIR / "apps"
 _TOP_KEYS = ("model", "description", "params")
 
 

@@ -24,16 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["REPO_DIR", "default_cache_dir", "cache_key", "cache_path", "cached_array"]
+from cosim.paths import default_cache_dir
 
-# <repo> is the parent of the `cosim` package directory (a source checkout or editable install).
-REPO_DIR = Path(__file__).resolve().parents[2]
-
-
-def default_cache_dir() -> Path:
-    """``$COSIM_CACHE_DIR`` if set and non-empty, else ``<repo>/.cache``."""
-    env = os.environ.get("COSIM_CACHE_DIR", "")
-    return Path(env) if env else REPO_DIR / ".cache"
+__all__ = ["cache_key", "cache_path", "cached_array"]
 
 
 def cache_key(model: str, params: Mapping[str, object], version: int) -> str:
