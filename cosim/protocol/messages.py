@@ -1,0 +1,67 @@
+"""Facts (ALS -> BLS, past tense) and commands (BLS -> ALS, imperative), as frozen dataclasses.
+
+Every message carries the tick it refers to. Facts are handled by the batch level in the
+canonical order `Fact.key` = ``(time, kind order, job_id)``; commands are applied by the ALS in
+``(time, job_id)`` order. The batch level never looks inside an app: a rigid app (its run
+time known from the trace) is simulated by a local ALS that turns `StartApp` into
+`AppStarted` and a later `AppCompleted`, exactly as a remote ALS rank will.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+__all__ = ["Fact", "Command", "AppStarted", "AppCompleted", "StartApp", "KillApp"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fact:
+    """Something that happened in an app, at tick `time`."""
+
+    time: int
+    job_id: int
+    ORDER: ClassVar[int] = 0
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """Canonical handling order: time, then the kind (completions first), then job id."""
+        return (self.time, self.ORDER, self.job_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Command:
+    """Something the batch level orders an app to do, from tick `time` on."""
+
+    time: int
+    job_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppCompleted(Fact):
+    """The app of `job_id` ended: ``completed`` normally, ``killed`` by a KillApp."""
+
+    status: Literal["completed", "killed"] = "completed"
+    ORDER: ClassVar[int] = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppStarted(Fact):
+    """The app of `job_id` started on its hosts."""
+
+    ORDER: ClassVar[int] = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StartApp(Command):
+    """Start the app of `job_id` on `hosts` (host indices, ascending) using `pes` PEs."""
+
+    hosts: tuple[int, ...]
+    pes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KillApp(Command):
+    """Stop the app of `job_id` (walltime exceeded, or cancelled)."""
+
+    reason: str = "walltime"
