@@ -62,6 +62,56 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write pe,first,size,t_assign_s,t_start_s,t_finish_s per chunk")
     app.add_argument("--json", action="store_true", help="print JSON instead of a table")
     app.set_defaults(handler=_cmd_app)
+
+    run = sub.add_parser(
+        "run",
+        help="simulate a batch workload (rigid jobs from an SWF trace)",
+        description="Simulate the batch-level scheduler on an SWF workload of rigid jobs "
+        "(run times from the trace) and write jobs.csv, schedule.swf and summary.json.",
+    )
+    run.add_argument("--workload", required=True, metavar="FILE.swf",
+                     help="SWF trace (plain or .gz)")
+    run.add_argument("--platform", default="ib256",
+                     help="platform name in platforms/ or a .toml/.xml file (default ib256)")
+    run.add_argument("--hosts", type=int, metavar="N",
+                     help="use the first N hosts of the platform (default: all)")
+    run.add_argument("--batch", choices=("fcfs", "easy", "conservative"), default="easy",
+                     help="fcfs = no backfilling; easy (default) or conservative backfilling")
+    run.add_argument("--priority", choices=("fcfs", "sjf"), default="fcfs",
+                     help="queue order (default fcfs)")
+    run.add_argument("--selection", choices=("first-fit", "contiguous", "best-fit"),
+                     default="first-fit", help="host selection (default first-fit)")
+    run.add_argument("--walltime-kill", choices=("on", "off"), default="on",
+                     help="kill jobs that outlive their requested time (default on)")
+    run.add_argument("--procs-field", choices=("requested", "allocated"),
+                     default="requested",
+                     help="SWF field 8 (requested, default) or 5 (allocated) for job sizes")
+    run.add_argument("--lenient", action="store_true",
+                     help="skip malformed SWF lines (and report how many) instead of failing")
+    run.add_argument("--out", metavar="DIR",
+                     help="output directory (default runs/<workload>-<batch>-<priority>)")
+    run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    run.set_defaults(handler=_cmd_run)
+
+    workload = sub.add_parser("workload", help="generate workloads (SWF)")
+    wsub = workload.add_subparsers(dest="generator", required=True, metavar="GENERATOR")
+    esp = wsub.add_parser(
+        "esp",
+        help="the ESP benchmark (230 jobs, 14 categories) sized to a platform",
+        description="Generate the ESP benchmark as SWF: 230 jobs in 14 categories, sizes "
+        "scaled to the platform, the ESP arrival scheme with the Z-job drain rule; each job "
+        "carries its category and app parameters (see traces/README.md).",
+    )
+    esp.add_argument("--app", required=True, choices=("psia", "mandelbrot"))
+    esp.add_argument("--hosts", type=int, default=None,
+                     help="machine size (default: the platform's host count)")
+    esp.add_argument("--platform", default="ib256", help="host type (default ib256)")
+    esp.add_argument("--seed", type=int, default=0)
+    esp.add_argument("--arrival", choices=("esp", "zero"), default="esp")
+    esp.add_argument("--walltime-factor", type=float, default=3.0, metavar="F",
+                     help="requested time = ceil(F x target run time) (default 3)")
+    esp.add_argument("-o", "--out", required=True, metavar="FILE.swf")
+    esp.set_defaults(handler=_cmd_workload_esp)
     return parser
 
 
@@ -128,6 +178,112 @@ def _cmd_app(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         _print_table(runs)
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from cosim.bls import BatchConfig, simulate_batch
+    from cosim.output.metrics import summary as metrics_summary
+    from cosim.output.runfiles import write_jobs_csv, write_summary
+    from cosim.platform import load_platform
+    from cosim.workload.swf import read_swf
+    from cosim.workload.swf_write import write_swf
+
+    platform = load_platform(args.platform)
+    n_hosts = platform.n_hosts if args.hosts is None else args.hosts
+    if not 1 <= n_hosts <= platform.n_hosts:
+        raise InputError(f"{n_hosts} hosts asked, the platform {platform.name!r} has "
+                         f"{platform.n_hosts}", field="hosts")
+    cores = {h.cores for h in platform.hosts[:n_hosts]}
+    if len(cores) != 1:
+        raise InputError("hosts with different core counts are not supported by the batch "
+                         "level yet", field="platform")
+    (cores_per_host,) = cores
+    warnings: list[str] = []
+    workload = read_swf(args.workload, cores_per_host=cores_per_host, max_hosts=n_hosts,
+                        procs_field=args.procs_field, lenient=args.lenient,
+                        warn=warnings.append)
+    for w in warnings:
+        print(f"cosim: warning: {w}", file=sys.stderr)
+    if not workload.jobs:
+        raise InputError("no job to simulate", file=args.workload)
+    config = BatchConfig(priority=args.priority,
+                         backfill="none" if args.batch == "fcfs" else args.batch,
+                         selection=args.selection, walltime_kill=args.walltime_kill == "on")
+    t0 = time.perf_counter()
+    result = simulate_batch(workload.jobs, n_hosts=n_hosts, cores_per_host=cores_per_host,
+                            config=config)
+    wall = time.perf_counter() - t0
+    outcomes = tuple(result.outcomes) + tuple(workload_rejected(workload))
+    stem = Path(args.workload).name.split(".")[0]
+    out = Path(args.out) if args.out else Path("runs") / f"{stem}-{args.batch}-{args.priority}"
+    write_jobs_csv(out / "jobs.csv", outcomes)
+    write_swf(out / "schedule.swf", outcomes, header=workload.header,
+              cores_per_host=cores_per_host)
+    summary = {
+        "workload": str(args.workload),
+        "platform": platform.name,
+        "hosts": n_hosts,
+        "batch": args.batch,
+        "priority": args.priority,
+        "selection": args.selection,
+        "walltime_kill": args.walltime_kill == "on",
+        **metrics_summary(outcomes, n_hosts),
+        "skipped": {"runtime": workload.skipped_runtime,
+                    "cancelled": workload.skipped_cancelled,
+                    "no_procs": workload.skipped_procs,
+                    "too_big": workload.rejected_too_big,
+                    "bad_lines": workload.bad_lines},
+        "stats": {k: getattr(result.stats, k) for k in result.stats.__dataclass_fields__},
+        "wall_s": wall,
+        "out": str(out),
+    }
+    write_summary(out / "summary.json", summary)
+    if args.json:
+        json.dump(summary, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        _print_run(summary)
+    return 0
+
+
+def workload_rejected(workload):
+    """Outcomes for the jobs the reader rejected as larger than the machine."""
+    from cosim.workload.jobs import JobOutcome
+
+    return (JobOutcome(job=j, start=None, end=None, hosts=(), status="rejected")
+            for j in workload.rejected)
+
+
+def _print_run(s: dict) -> None:
+    print(f"{s['workload']} on {s['hosts']} hosts of {s['platform']}: {s['batch']} "
+          f"backfilling, {s['priority']} priority, {s['selection']} hosts")
+    rows = [("jobs", f"{s['jobs']:,}"), ("makespan", f"{s['makespan_s']:,.1f} s"),
+            ("utilization", f"{s['utilization']:.4f}"),
+            ("mean wait", f"{s['mean_wait_s']:,.1f} s"),
+            ("mean response", f"{s['mean_response_s']:,.1f} s"),
+            ("mean slowdown", f"{s['mean_slowdown']:,.2f}"),
+            ("mean bounded slowdown", f"{s['mean_bounded_slowdown']:,.2f}"),
+            ("loss of capacity", f"{s['loss_of_capacity']:.4f}"),
+            ("unfair jobs", f"{s['unfair_jobs']:,}"),
+            ("wall", f"{s['wall_s']:.2f} s ({s['jobs'] / max(s['wall_s'], 1e-9):,.0f} jobs/s)")]
+    for k, v in rows:
+        print(f"  {k:<22} {v}")
+    print(f"  outputs in {s['out']}/ (jobs.csv, schedule.swf, summary.json)")
+
+
+def _cmd_workload_esp(args: argparse.Namespace) -> int:
+    from cosim.workload.esp import make_esp
+
+    if args.seed < 0:
+        raise InputError("the seed must be >= 0", field="seed")
+    w = make_esp(app=args.app, out=args.out, seed=args.seed, hosts=args.hosts,
+                 arrival=args.arrival, platform=args.platform,
+                 walltime_factor=args.walltime_factor)
+    print(f"wrote {args.out}: {len(w.jobs)} ESP-{args.app} jobs, T_min "
+          f"{w.t_min / 1e9:,.1f} s, {w.initial_block} jobs at t=0 ({args.arrival} arrival)")
     return 0
 
 

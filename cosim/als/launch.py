@@ -12,7 +12,6 @@ chunk table as CSV atomically.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from cosim.als.availability import Availability
 from cosim.als.runtime import Comm, LoopResult, LoopRun
 from cosim.als.techniques import Technique
 from cosim.core.clock import TICKS_PER_SECOND
+from cosim.core.files import atomic_open
 from cosim.core.rng import stream
 from cosim.errors import InputError
 from cosim.platform import Platform
@@ -116,17 +116,8 @@ def write_chunks(path: str | os.PathLike, result: LoopResult, pes: Sequence[int]
     cols = [pe, c.first, c.size]
     times = [(c.t_assign - start) / t, (c.t_start - start) / t, (c.t_end - start) / t]
     with_step = result.timesteps > 1
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".chunks-", dir=target.parent or ".")
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc}", file=target) from None
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(header + (",step\n" if with_step else "\n"))
-            rows = zip(*cols, *times, *([c.step] if with_step else []))
-            fmt = "%d,%d,%d,%.9f,%.9f,%.9f" + (",%d\n" if with_step else "\n")
-            fh.writelines(fmt % row for row in rows)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(target) as fh:
+        fh.write(header + (",step\n" if with_step else "\n"))
+        rows = zip(*cols, *times, *([c.step] if with_step else []))
+        fmt = "%d,%d,%d,%.9f,%.9f,%.9f" + (",%d\n" if with_step else "\n")
+        fh.writelines(fmt % row for row in rows)

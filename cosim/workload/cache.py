@@ -18,12 +18,13 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 
+from cosim.core.files import atomic_open
+from cosim.errors import InputError
 from cosim.paths import default_cache_dir
 
 __all__ = ["cache_key", "cache_path", "cached_array"]
@@ -60,18 +61,9 @@ def _load(path: Path, check: Callable[[np.ndarray], bool]) -> np.ndarray | None:
 
 
 def _store(path: Path, a: np.ndarray) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    except OSError:
-        return  # a read-only or missing cache directory disables caching, nothing else
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, a, allow_pickle=False)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    # a read-only or missing cache directory disables caching, nothing else
+    with contextlib.suppress(InputError), atomic_open(path, "wb") as fh:
+        np.save(fh, a, allow_pickle=False)
 
 
 def cached_array(

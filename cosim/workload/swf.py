@@ -1,0 +1,516 @@
+"""Read Standard Workload Format (SWF v2.2) traces into batch `Job`s, one line at a time.
+
+**File.** Plain text or gzip, told apart by the magic bytes ``1f 8b``, never by the suffix;
+decoded as UTF-8 with undecodable bytes replaced (job lines are ASCII anyway). Lines are read
+one by one (`SwfReader` is a generator; nothing holds the whole file). Blank lines are ignored.
+**Header.** Every comment line (``;``, usually at the top) is kept, in file order, as a
+``(key, value)`` pair: ``; Key: value`` starts an entry (a key is one word at most two spaces
+after the ``;``, followed by ``:`` but not ``://``); a following comment line that is not a key
+line, such as the indented second line of a ``Note`` or ``Information``, continues the entry
+(values are joined with ``\\n``, each line stripped); a bare ``;`` ends the entry; text with no
+entry to continue is kept under the key ``""``. Repeated keys (``Note``, ``Queue``) stay
+repeated. **Job lines** have exactly the 18 fields of `FIELD_NAMES`, each a decimal number
+(time fields may be fractional, the others must be integers); ``-1`` means unknown and is the
+only negative value allowed; job number and submit time must be ``>= 0``; status is one of -1
+and 0..5; values above 9e9 are refused (times must fit int64 ticks); job numbers must be
+unique. A bad line raises `InputError` ``FILE:LINE: field N (name): problem``; with
+``lenient=True`` it is skipped and counted (`SwfReader.bad_lines`). **Conversion to Job**
+(`read_swf`), in this order: (1) a job whose run time (field 4) is ``<= 0`` is skipped, counted
+as *cancelled* when its status (field 11) is 5 (cancelled before it started) and as *runtime*
+otherwise; run time 0 ("under 0.5 s" in SWF) is skipped too: in the archive logs it marks jobs
+that failed at launch, and a zero-area job tells a scheduler nothing; a cancelled job with a
+positive run time ran, and is kept. (2) Processors = field 8 (requested, the default: it is
+what the user asked the scheduler for, while field 5 also reflects the logged machine's
+allocation granularity) or field 5 with ``procs_field="allocated"``; a value ``<= 0`` falls
+back to the other field; a job with neither is skipped and counted (*procs*). (3) ``pes`` =
+processors, ``hosts = ceil(pes / cores_per_host)``; with ``max_hosts`` set, a job needing more
+hosts is rejected: counted, kept in `SwfWorkload.rejected`, and reported through ``warn``
+(one call for each of the first 10, then one summary call). (4) ``id`` = field 1 (gaps kept),
+``submit`` = field 2, absolute as in the file (the first job need not submit at 0; shifting is
+the caller's choice), ``runtime`` = field 4, ``walltime`` = field 9 (requested time) or the run
+time where field 9 is ``<= 0`` (a walltime below the run time is kept: such a job is killed at
+its walltime when the scheduler enforces it); seconds become ticks by `seconds_to_ticks`
+(the exact decimal text rounded to the nearest tick, ties to even); ``user``, ``group``,
+``queue``, ``partition`` = fields 12, 13, 15, 16; ``swf`` = the 18 raw values as floats. (5)
+App information travels in header comments ``; CosimApp: E category=C app=psia priority=0
+total_flop=6.8352e+13`` (`COSIM_APP_KEY`): the job lines whose field 14 (executable number)
+is ``E`` get that category, app, priority (default ``""``, ``rigid``, 0) and every other
+``key=value`` as ``app_params``; other SWF readers skip comments and still read the jobs.
+Jobs are returned sorted by ``(submit, id)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import io
+import os
+import re
+import zlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from types import MappingProxyType
+from typing import Literal
+
+from cosim.core.clock import TICKS_PER_SECOND
+from cosim.errors import InputError
+from cosim.workload.jobs import Job
+
+__all__ = [
+    "FIELD_NAMES", "N_FIELDS", "COSIM_APP_KEY", "SwfRecord", "SwfReader", "SwfWorkload",
+    "AppInfo", "iter_swf_records", "read_swf", "header_values", "parse_cosim_app",
+    "seconds_to_ticks",
+]
+
+#: The 18 SWF fields, in order (field N is ``FIELD_NAMES[N - 1]``), named as in the SWF spec.
+FIELD_NAMES: tuple[str, ...] = (
+    "job number", "submit time", "wait time", "run time", "allocated processors",
+    "average CPU time", "used memory", "requested processors", "requested time",
+    "requested memory", "status", "user id", "group id", "executable number", "queue",
+    "partition", "preceding job", "think time",
+)
+N_FIELDS = 18
+#: Header key of the comment lines that carry a job's app, category, priority and parameters.
+COSIM_APP_KEY = "CosimApp"
+
+# 0-based indices of the fields used here.
+_JOB, _SUBMIT, _RUN, _ALLOC, _REQ_PROCS, _REQ_TIME, _STATUS = 0, 1, 3, 4, 7, 8, 10
+_USER, _GROUP, _EXE, _QUEUE, _PART = 11, 12, 13, 14, 15
+_INT_FIELDS = (0, 4, 7, 10, 11, 12, 13, 14, 15, 16)
+_STATUSES = frozenset((-1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0))
+_MAX_VALUE = 9e9            # 9e9 s = 9e18 ticks < 2**63: every time field fits an int64 tick
+_MAX_WARNINGS = 10
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_KEY_LINE = re.compile(r"[ \t]{0,2}([A-Za-z][A-Za-z0-9_]*)[ \t]*:(?!//)[ \t]*(.*)")
+_GZIP_MAGIC = b"\x1f\x8b"
+_NO_PARAMS: Mapping[str, str] = MappingProxyType({})   # shared, read-only: saves a copy per job
+
+
+def _field(i: int) -> str:
+    """The ``field`` label of 0-based field `i`: ``"4 (run time)"``."""
+    return f"{i + 1} ({FIELD_NAMES[i]})" if i < N_FIELDS else str(i + 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwfRecord:
+    """One valid job line: its 1-based line number, its 18 values as floats, and as text."""
+
+    line: int
+    fields: tuple[float, ...]
+    text: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppInfo:
+    """What a ``; CosimApp:`` comment says about the jobs with one executable number."""
+
+    category: str = ""
+    app: str = "rigid"
+    priority: int = 0
+    params: tuple[tuple[str, str], ...] = ()
+
+
+def _open_text(path: str) -> io.TextIOWrapper:
+    try:
+        raw = open(path, "rb")
+    except FileNotFoundError:
+        raise InputError("no such file", file=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not an SWF file", file=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror or exc})", file=path) from None
+    try:
+        magic = raw.read(2)
+        raw.seek(0)
+    except OSError as exc:
+        raw.close()
+        raise InputError(f"cannot read ({exc.strerror or exc})", file=path) from None
+    stream = gzip.GzipFile(fileobj=raw, mode="rb") if magic == _GZIP_MAGIC else raw
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace")
+
+
+class SwfReader:
+    """Iterate over the valid job lines of an SWF file, collecting the header on the way.
+
+    Parameters
+    ----------
+    path:
+        The file, plain or gzip (detected by content).
+    lenient:
+        Skip bad job lines (counted in `bad_lines`) instead of raising.
+    warn:
+        Called with the message of each of the first 10 bad lines in lenient mode.
+
+    Attributes
+    ----------
+    header:
+        ``(key, value)`` pairs of the comments read so far, in file order (complete once the
+        iteration has finished).
+    header_lines:
+        The line number where each header entry starts.
+    bad_lines:
+        Job lines skipped in lenient mode so far.
+
+    Raises
+    ------
+    InputError
+        While iterating: a missing, unreadable or corrupt (gzip) file, or a bad job line when
+        not lenient; the message is ``FILE:LINE: field N (name): problem``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, lenient: bool = False,
+                 warn: Callable[[str], None] | None = None) -> None:
+        self.path = os.fspath(path)
+        self.lenient = lenient
+        self.warn = warn
+        self.header: list[tuple[str, str]] = []
+        self.header_lines: list[int] = []
+        self.bad_lines = 0
+
+    def __iter__(self) -> Iterator[SwfRecord]:
+        path = self.path
+        seen: dict[int, int] = {}
+        lineno = 0
+        open_entry: list[str] | None = None   # value lines of the header entry being read
+        with _open_text(path) as fh:
+            try:
+                for lineno, line in enumerate(fh, 1):
+                    parts = line.split()
+                    if not parts:
+                        continue
+                    if parts[0][0] == ";":
+                        open_entry = self._comment(line, lineno, open_entry)
+                        continue
+                    open_entry = None
+                    try:
+                        values = _parse(line, parts, path, lineno)
+                        job = int(values[_JOB])
+                        first = seen.get(job)
+                        if first is not None:
+                            raise InputError(f"duplicate job number {job} (first on line "
+                                             f"{first})", file=path, line=lineno,
+                                             field=_field(_JOB))
+                    except InputError as exc:
+                        if not self.lenient:
+                            raise
+                        self.bad_lines += 1
+                        if self.warn is not None and self.bad_lines <= _MAX_WARNINGS:
+                            self.warn(f"{exc} (line skipped)")
+                        continue
+                    seen[job] = lineno
+                    yield SwfRecord(line=lineno, fields=values, text=tuple(parts))
+            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+                raise InputError(f"corrupt or truncated gzip data ({exc})", file=path) from None
+            except OSError as exc:
+                raise InputError(f"cannot read ({exc.strerror or exc})", file=path) from None
+        if self.lenient and self.warn is not None and self.bad_lines > _MAX_WARNINGS:
+            self.warn(f"{path}: {self.bad_lines} bad lines skipped in all")
+
+    def _comment(self, line: str, lineno: int, entry: list[str] | None) -> list[str] | None:
+        """Record one comment line; return the value-line list of the entry now open."""
+        text = line.strip()[1:]
+        if not text.strip():
+            return None
+        m = _KEY_LINE.fullmatch(text.rstrip())
+        if m is None and entry is not None:
+            entry.append(text.strip())
+            self.header[-1] = (self.header[-1][0], "\n".join(entry))
+            return entry
+        key, value = (m.group(1), m.group(2).strip()) if m else ("", text.strip())
+        self.header.append((key, value))
+        self.header_lines.append(lineno)
+        return [value]
+
+
+def _parse(line: str, parts: list[str], path: str, lineno: int) -> tuple[float, ...]:
+    """The 18 values of a job line, or `InputError` for the first problem (fast path first)."""
+    # float() also takes "nan", "inf", "1_0" and non-ASCII digits: such lines go to _diagnose.
+    if (len(parts) == N_FIELDS and line.isascii()
+            and "n" not in line and "N" not in line and "_" not in line):
+        try:
+            v = tuple(map(float, parts))
+        except ValueError:
+            v = None
+        if v is not None and v[_JOB] >= 0 and v[_SUBMIT] >= 0 and max(v) <= _MAX_VALUE \
+                and v[_STATUS] in _STATUSES:
+            ints = "." not in line and "e" not in line and "E" not in line
+            # Integers only (the usual line): every '-' is a sign, and all must be "-1".
+            if ints and line.count("-") == parts.count("-1"):
+                return v
+            if all(x >= 0 or x == -1.0 for x in v) and (
+                    ints or all(v[i].is_integer() for i in _INT_FIELDS)):
+                return v
+    _diagnose(parts, path, lineno)
+    raise AssertionError(f"{path}:{lineno}: line refused but no problem found")  # a bug
+
+
+def _diagnose(parts: list[str], path: str, lineno: int) -> None:
+    """Raise `InputError` for the first problem of a job line, in field order."""
+    def bad(i: int, problem: str) -> InputError:
+        return InputError(problem, file=path, line=lineno, field=_field(i))
+
+    n = len(parts)
+    if n < N_FIELDS:
+        raise bad(n, f"missing (the line has {n} fields, SWF has {N_FIELDS})")
+    if n > N_FIELDS:
+        raise bad(N_FIELDS, f"unexpected extra field {parts[N_FIELDS]!r} (the line has {n} "
+                            f"fields, SWF has {N_FIELDS})")
+    for i, tok in enumerate(parts):
+        if not (tok.isascii() and _NUMBER.fullmatch(tok)):
+            raise bad(i, f"not a number {tok!r}")
+        x = float(tok)
+        if x > _MAX_VALUE:
+            raise bad(i, f"value {tok} is too large (more than {_MAX_VALUE:g})")
+        if x < 0 and x != -1:
+            raise bad(i, f"negative value {tok} (only -1, unknown, may be negative)")
+        if x < 0 and i in (_JOB, _SUBMIT):
+            raise bad(i, f"must be known (>= 0), got {tok}")
+        if i in _INT_FIELDS and not x.is_integer():
+            raise bad(i, f"not an integer {tok!r}")
+        if i == _STATUS and x not in _STATUSES:
+            raise bad(i, f"unknown status {tok} (SWF has -1 and 0..5)")
+
+
+def seconds_to_ticks(text: str) -> int:
+    """SWF seconds (decimal text) -> ticks: the exact value rounded to nearest, ties to even.
+
+    This is the rule of `cosim.core.clock.to_ticks` applied to the exact decimal number
+    rather than to its float approximation, so any tick count written as exact decimal
+    seconds reads back unchanged (a float has too few digits for nanoseconds past ~10^7 s).
+    """
+    if text.lstrip("+-").isdigit():
+        return int(text) * TICKS_PER_SECOND
+    return int((Decimal(text) * TICKS_PER_SECOND).to_integral_value(ROUND_HALF_EVEN))
+
+
+def iter_swf_records(path: str | os.PathLike[str], *, lenient: bool = False,
+                     warn: Callable[[str], None] | None = None) -> Iterator[SwfRecord]:
+    """Stream the valid job lines of an SWF file (plain or gzip) as `SwfRecord`s.
+
+    A generator over `SwfReader` (see there for the parameters and errors); use `SwfReader`
+    directly to get the header and the bad-line count too.
+    """
+    return iter(SwfReader(path, lenient=lenient, warn=warn))
+
+
+def header_values(header: tuple[tuple[str, str], ...], key: str) -> tuple[str, ...]:
+    """Every value of `key` in `header`, in order (``()`` if absent)."""
+    return tuple(v for k, v in header if k == key)
+
+
+def parse_cosim_app(value: str, *, file: str | None = None,
+                    line: int | None = None) -> tuple[int, AppInfo]:
+    """Parse the value of a ``; CosimApp:`` comment: ``E key=value ...``.
+
+    Returns
+    -------
+    (int, AppInfo)
+        The executable number (field 14) it applies to, and what it says.
+
+    Raises
+    ------
+    InputError
+        If the number is missing or not an integer, a token is not ``key=value``, a key
+        repeats, ``priority`` is not an integer or ``app`` is not a known app model.
+    """
+    from cosim.workload.apps import MODELS
+
+    def bad(problem: str) -> InputError:
+        return InputError(problem, file=file, line=line, field=COSIM_APP_KEY)
+
+    tokens = value.split()
+    if not tokens or not re.fullmatch(r"\d+", tokens[0]):
+        raise bad(f"expected 'EXECUTABLE_NUMBER key=value ...', got {value!r}")
+    info: dict[str, str] = {}
+    for tok in tokens[1:]:
+        key, eq, val = tok.partition("=")
+        if not eq or not key:
+            raise bad(f"expected key=value, got {tok!r}")
+        if key in info:
+            raise bad(f"key {key!r} given twice")
+        info[key] = val
+    category = info.pop("category", "")
+    app = info.pop("app", "rigid")
+    if app != "rigid" and app not in MODELS:
+        raise bad(f"unknown app {app!r} (known: {', '.join(sorted([*MODELS, 'rigid']))})")
+    prio = info.pop("priority", "0")
+    if not re.fullmatch(r"[-+]?\d+", prio):
+        raise bad(f"priority must be an integer, got {prio!r}")
+    return int(tokens[0]), AppInfo(category=category, app=app, priority=int(prio),
+                                   params=tuple(info.items()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwfWorkload:
+    """The jobs of an SWF file and what the reader did with every line.
+
+    Attributes
+    ----------
+    path:
+        The file read.
+    header:
+        ``(key, value)`` pairs of the header comments, in file order, repeats kept.
+    jobs:
+        The jobs to simulate, sorted by ``(submit, id)``.
+    rejected:
+        Jobs needing more than ``max_hosts`` hosts, sorted likewise (not in `jobs`).
+    read:
+        Valid job lines: ``read == len(jobs) + rejected_too_big + skipped_runtime +
+        skipped_cancelled + skipped_procs``.
+    skipped_runtime, skipped_cancelled, skipped_procs:
+        Jobs skipped for run time ``<= 0``, for being cancelled before they started
+        (status 5, run time ``<= 0``), and for having no processor count.
+    rejected_too_big:
+        ``len(rejected)``.
+    bad_lines:
+        Malformed lines skipped in lenient mode (always 0 otherwise).
+    cores_per_host, procs_field:
+        The mapping used to turn processors into hosts.
+    """
+
+    path: str
+    header: tuple[tuple[str, str], ...]
+    jobs: tuple[Job, ...]
+    rejected: tuple[Job, ...]
+    read: int
+    skipped_runtime: int
+    skipped_cancelled: int
+    skipped_procs: int
+    rejected_too_big: int
+    bad_lines: int
+    cores_per_host: int
+    procs_field: str
+
+
+def _check_int(value: object, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InputError(f"must be an integer >= {low}, got {value!r}", field=name)
+    return value
+
+
+def read_swf(
+    path: str | os.PathLike[str],
+    *,
+    cores_per_host: int = 1,
+    max_hosts: int | None = None,
+    procs_field: Literal["requested", "allocated"] = "requested",
+    lenient: bool = False,
+    warn: Callable[[str], None] | None = None,
+) -> SwfWorkload:
+    """Read an SWF trace (plain or gzip) into jobs, by the rules of the module docstring.
+
+    Parameters
+    ----------
+    path:
+        The SWF file.
+    cores_per_host:
+        PEs per host of the platform: ``hosts = ceil(processors / cores_per_host)``.
+    max_hosts:
+        Hosts of the platform; a job needing more is rejected (None: no limit).
+    procs_field:
+        ``"requested"`` (field 8, the default) or ``"allocated"`` (field 5); a value ``<= 0``
+        falls back to the other field.
+    lenient:
+        Skip malformed lines (counted in `SwfWorkload.bad_lines`) instead of raising.
+    warn:
+        Receives one-line warnings: rejected jobs and, in lenient mode, bad lines (the first
+        10 of each, then a total).
+
+    Returns
+    -------
+    SwfWorkload
+
+    Raises
+    ------
+    InputError
+        For a bad argument, a missing/unreadable/corrupt file, a malformed line (unless
+        lenient) or a bad ``CosimApp`` comment: ``FILE:LINE: field N (name): problem``.
+    """
+    cores = _check_int(cores_per_host, "cores-per-host", 1)
+    if max_hosts is not None:
+        _check_int(max_hosts, "max-hosts", 1)
+    if procs_field not in ("requested", "allocated"):
+        raise InputError(f"must be 'allocated' or 'requested', got {procs_field!r}",
+                         field="procs-field")
+    first, other = (_REQ_PROCS, _ALLOC) if procs_field == "requested" else (_ALLOC, _REQ_PROCS)
+    reader = SwfReader(path, lenient=lenient, warn=warn)
+    jobs: list[Job] = []
+    rejected: list[Job] = []
+    lines: dict[int, int] = {}
+    read = skip_run = skip_cancel = skip_procs = 0
+    ticks, tps = seconds_to_ticks, TICKS_PER_SECOND
+    for rec in reader:
+        f, text = rec.fields, rec.text
+        read += 1
+        if f[_RUN] <= 0:
+            if f[_STATUS] == 5:
+                skip_cancel += 1
+            else:
+                skip_run += 1
+            continue
+        procs = f[first] if f[first] > 0 else f[other]
+        if procs <= 0:
+            skip_procs += 1
+            continue
+        pes = int(procs)
+        # Integral seconds (<= 9e9, exact in a float) skip the decimal arithmetic.
+        x = f[_RUN]
+        runtime = int(x) * tps if x.is_integer() else ticks(text[_RUN])
+        x = f[_SUBMIT]
+        submit = int(x) * tps if x.is_integer() else ticks(text[_SUBMIT])
+        x = f[_REQ_TIME]
+        walltime = runtime if x <= 0 else int(x) * tps if x.is_integer() else ticks(
+            text[_REQ_TIME])
+        job = Job(
+            id=int(f[_JOB]), submit=submit, hosts=-(-pes // cores), pes=pes,
+            walltime=walltime, runtime=runtime,
+            user=int(f[_USER]), group=int(f[_GROUP]), queue=int(f[_QUEUE]),
+            partition=int(f[_PART]), swf=f, app_params=_NO_PARAMS,
+        )
+        if max_hosts is not None and job.hosts > max_hosts:
+            rejected.append(job)
+            lines[job.id] = rec.line
+        else:
+            jobs.append(job)
+    header = tuple(reader.header)
+    apps = _app_infos(reader)
+    if apps:
+        jobs = [_with_app(j, apps) for j in jobs]
+        rejected = [_with_app(j, apps) for j in rejected]
+    jobs.sort(key=lambda j: (j.submit, j.id))
+    rejected.sort(key=lambda j: (j.submit, j.id))
+    if warn is not None and max_hosts is not None:
+        for j in rejected[:_MAX_WARNINGS]:
+            warn(f"{reader.path}:{lines[j.id]}: job {j.id} needs {j.hosts} hosts "
+                 f"({j.pes} processors), the platform has {max_hosts}: rejected")
+        if len(rejected) > _MAX_WARNINGS:
+            warn(f"{reader.path}: {len(rejected)} jobs rejected in all (larger than "
+                 f"{max_hosts} hosts)")
+    return SwfWorkload(
+        path=reader.path, header=header, jobs=tuple(jobs), rejected=tuple(rejected),
+        read=read, skipped_runtime=skip_run, skipped_cancelled=skip_cancel,
+        skipped_procs=skip_procs, rejected_too_big=len(rejected), bad_lines=reader.bad_lines,
+        cores_per_host=cores, procs_field=procs_field,
+    )
+
+
+def _app_infos(reader: SwfReader) -> dict[int, AppInfo]:
+    out: dict[int, AppInfo] = {}
+    for (key, value), line in zip(reader.header, reader.header_lines, strict=True):
+        if key == COSIM_APP_KEY:
+            exe, info = parse_cosim_app(value, file=reader.path, line=line)
+            if exe in out:
+                raise InputError(f"executable number {exe} described twice", file=reader.path,
+                                 line=line, field=COSIM_APP_KEY)
+            out[exe] = info
+    return out
+
+
+def _with_app(job: Job, apps: dict[int, AppInfo]) -> Job:
+    assert job.swf is not None
+    info = apps.get(int(job.swf[_EXE]))
+    if info is None:
+        return job
+    return dataclasses.replace(job, category=info.category, app=info.app,
+                               priority=info.priority, app_params=dict(info.params))
