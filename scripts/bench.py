@@ -123,6 +123,52 @@ def _psia(repeat):
     return [("spin images/s", costs.n / wall, "img/s", None), ("wall", wall, "s", None)]
 
 
+def batch_rate(jobs, n_hosts, backfill, repeat):
+    from cosim.bls import BatchConfig, simulate_batch
+
+    wall, res = best(repeat, lambda: simulate_batch(
+        jobs, n_hosts=n_hosts, config=BatchConfig(backfill=backfill)))
+    return wall, res
+
+
+@bench("bls: KTH-SP2 log (28,467 jobs, 100 hosts), rigid jobs (target: EASY < 3 s)")
+def _kth(repeat):
+    from cosim.paths import TRACES_DIR
+    from cosim.workload.swf import read_swf
+
+    wall_read, w = best(repeat, lambda: read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz",
+                                                 max_hosts=100))
+    rows = [("SWF read (jobs/s)", len(w.jobs) / wall_read, "jobs/s", None)]
+    for backfill in ("none", "easy", "conservative"):
+        wall, _ = batch_rate(w.jobs, 100, backfill, repeat)
+        rows.append((f"{backfill} (jobs/s)", len(w.jobs) / wall, "jobs/s",
+                     len(w.jobs) / 3.0 if backfill == "easy" else None))
+        rows.append((f"{backfill} wall", wall, "s", None))
+    return rows
+
+
+@bench("bls: 200,000 Lublin-like jobs on 5,040 hosts, EASY (target < 60 s)")
+def _big(repeat):
+    import numpy as np
+
+    from cosim.testing.workloads import lublin_like
+
+    jobs = lublin_like(200_000, 5040, np.random.default_rng(1), load=0.8)
+    wall, _ = batch_rate(jobs, 5040, "easy", 1)
+    return [("EASY (jobs/s)", len(jobs) / wall, "jobs/s", 200_000 / 60.0),
+            ("EASY wall", wall, "s", None)]
+
+
+@bench("workload: ESP generation (230 jobs) and SWF writing")
+def _esp(repeat):
+    from cosim.workload.esp import make_esp
+
+    with tempfile.TemporaryDirectory() as tmp:
+        wall, w = best(repeat, lambda: make_esp(app="mandelbrot", out=Path(tmp) / "e.swf",
+                                                seed=0))
+    return [("generate + write", wall * 1e3, "ms", None)]
+
+
 @bench("platform: load ib256 and compute 256x256 message times")
 def _plat(repeat):
     def once():

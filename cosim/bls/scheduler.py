@@ -1,0 +1,252 @@
+"""The batch-level scheduler (BLS): a Slurm-like queue that takes facts and emits commands.
+
+`BatchScheduler` owns the queue and the `ClusterState`; apps live elsewhere (`RigidApps` in
+process now, ALS ranks over MPI later) and talk to it only through protocol messages. The
+caller (`cosim.bls.batch.simulate_batch`, later the MPI runner) drives it one instant at a
+time, and every instant ``t`` is handled in this order:
+
+1. `handle` the facts stamped t, in `Fact.key` order: ``AppCompleted`` releases the job's
+   hosts (completions release hosts first), ``AppStarted`` confirms a start;
+2. `expire` the scheduler's own events at t: a pass the backfill policy asked for at t
+   (`Plan.wake_at`) is due; with walltime kill on, every job still running at start +
+   walltime is killed — the scheduler records it ``killed`` at t, frees its hosts
+   and emits ``KillApp``; the app's ``AppCompleted(killed)`` that follows only confirms it. A
+   job whose run time equals its walltime therefore completes (its completion at t comes
+   first); only ``runtime > walltime`` is killed;
+3. `submit` the jobs whose submit time is t: they join the queue (jobs larger than the
+   machine are ``rejected`` at once and never queued);
+4. `schedule`: ONE scheduling pass, if a host was released, a job submitted or a pass
+   requested since the last pass (facts that change nothing, such as ``AppStarted``, cause
+   none). The backfill policy returns a `Plan`; the scheduler picks each starting job's hosts
+   with the selection policy, in plan order, allocates them and emits ``StartApp`` at t.
+
+A zero-length job started at t completes at t: its ``AppCompleted`` comes back in the next
+round at the same instant, releases its hosts and triggers another pass at t. The queue is
+ordered by ``(-job.priority, *key(job), job.id)``: priority > 0 jobs first, the job id last —
+FCFS is ``(-priority, submit, id)``, SJF ``(-priority, walltime, submit, id)``. Commands of
+one instant are returned in job id order. The scheduler never reads `Job.runtime`: it knows
+only walltimes (estimates) and the facts it is told.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cosim.bls import policies
+from cosim.bls.policies.base import PassView
+from cosim.bls.state import ClusterState
+from cosim.core.engine import EventQueue
+from cosim.errors import InputError, ProtocolError
+from cosim.protocol.messages import (
+    AppCompleted,
+    AppStarted,
+    Command,
+    Fact,
+    KillApp,
+    StartApp,
+)
+from cosim.workload.jobs import Job, JobOutcome
+
+__all__ = ["BatchConfig", "BatchScheduler"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchConfig:
+    """How the batch level schedules.
+
+    Attributes
+    ----------
+    priority:
+        Queue order: ``fcfs`` (default) or ``sjf`` (`cosim.bls.policies.PRIORITIES`).
+    backfill:
+        ``none``, ``easy`` (default) or ``conservative``.
+    selection:
+        Host selection: ``first-fit`` (default), ``contiguous`` or ``best-fit``.
+    walltime_kill:
+        Kill a job at start + walltime when it runs longer (default True, as Slurm).
+    priority_key:
+        A pluggable priority: ``key(job) -> tuple`` sorted ascending after ``-job.priority``
+        and before the job id; when given it replaces `priority` (which then only names it).
+    """
+
+    priority: str = "fcfs"
+    backfill: str = "easy"
+    selection: str = "first-fit"
+    walltime_kill: bool = True
+    priority_key: Callable[[Job], tuple[Any, ...]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.priority_key is None:
+            object.__setattr__(self, "priority", policies.priority(self.priority).name)
+        object.__setattr__(self, "backfill", policies.backfill(self.backfill).name)
+        object.__setattr__(self, "selection", policies.selection(self.selection).name)
+
+
+class BatchScheduler:
+    """The batch level of one simulation (see the module docstring for the event order).
+
+    Parameters
+    ----------
+    cores:
+        PEs of each host, by host index.
+    config:
+        Policies and walltime enforcement.
+    """
+
+    def __init__(self, *, cores: Sequence[int], config: BatchConfig) -> None:
+        self.config = config
+        self.state = ClusterState(cores)
+        user_key = config.priority_key
+        self._key = user_key if user_key is not None else policies.priority(config.priority).key
+        self._plan = policies.backfill(config.backfill).plan
+        self._select = policies.selection(config.selection).select
+        self._kill = config.walltime_kill
+        self._min_cores = min(cores)
+        self._qkeys: list[tuple[Any, ...]] = []  # sorted queue keys ...
+        self._qjobs: list[Job] = []  # ... and the jobs, in the same order
+        self._keys: dict[int, tuple[Any, ...]] = {}  # queued job id -> its key
+        self._memo: Any = None
+        self._wake: int | None = None  # a pass the backfill policy asked for
+        self._dirty = False
+        self._timers: EventQueue[int] = EventQueue()
+        self._timer_of: dict[int, list] = {}
+        self._unconfirmed_kills: set[int] = set()
+        self._started_at: dict[int, int] = {}
+        self.outcomes: dict[int, JobOutcome] = {}
+        self.first_reservation: dict[int, int] = {}
+        self.passes = 0
+        self.facts = 0
+        self.submissions = 0
+        self.kills = 0
+        self.rejected = 0
+
+    # -- queue --------------------------------------------------------------------------
+    @property
+    def queue(self) -> tuple[Job, ...]:
+        """Queued jobs in priority order."""
+        return tuple(self._qjobs)
+
+    @property
+    def idle(self) -> bool:
+        """True when nothing is queued or running."""
+        return not self._qjobs and not self.state.running
+
+    def submit(self, jobs: Iterable[Job], now: int) -> None:
+        """Jobs submitted at `now` join the queue (or are rejected if larger than the machine)."""
+        n_hosts = self.state.n_hosts
+        for job in jobs:
+            self.submissions += 1
+            if job.id in self.outcomes or job.id in self.state.running:
+                raise ProtocolError(f"job {job.id} submitted twice")
+            if job.pes > job.hosts * self._min_cores:
+                raise InputError(f"job {job.id}: {job.pes} PEs do not fit on {job.hosts} hosts "
+                                 f"of {self._min_cores} cores", field="pes")
+            if job.hosts > n_hosts:
+                self.rejected += 1
+                self.outcomes[job.id] = JobOutcome(job=job, start=None, end=None, hosts=(),
+                                                   status="rejected")
+                continue
+            key = (-job.priority, *self._key(job), job.id)
+            i = bisect_right(self._qkeys, key)
+            self._keys[job.id] = key
+            self._qkeys.insert(i, key)
+            self._qjobs.insert(i, job)
+            self._dirty = True
+
+    # -- facts and own events -------------------------------------------------------------
+    def handle(self, facts: Iterable[Fact]) -> None:
+        """Apply facts of one instant, given in `Fact.key` order."""
+        for fact in facts:
+            self.facts += 1
+            jid = fact.job_id
+            if type(fact) is AppCompleted:
+                if jid in self._unconfirmed_kills:
+                    if fact.status != "killed":
+                        raise ProtocolError(f"job {jid} was killed but reports {fact.status}")
+                    self._unconfirmed_kills.discard(jid)
+                    continue
+                self._end(jid, fact.time, fact.status)
+            elif type(fact) is AppStarted:
+                if self._started_at.pop(jid, None) != fact.time:
+                    raise ProtocolError(f"job {jid} started at {fact.time}, not as commanded")
+            else:
+                raise ProtocolError(f"the batch level cannot handle {type(fact).__name__}")
+
+    def _end(self, jid: int, now: int, status: str) -> None:
+        alloc = self.state.release(jid)
+        handle = self._timer_of.pop(jid, None)
+        if handle is not None:
+            self._timers.cancel(handle)
+        self.outcomes[jid] = JobOutcome(job=alloc.job, start=alloc.start, end=now,
+                                        hosts=alloc.hosts, status=status)  # type: ignore[arg-type]
+        self._dirty = True
+
+    def next_timer(self) -> int | None:
+        """Time of the scheduler's next own event (walltime expiry, requested pass), or None."""
+        t = self._timers.peek_time()
+        w = self._wake
+        if w is not None and (t is None or w < t):
+            return w
+        return t
+
+    def expire(self, now: int) -> list[Command]:
+        """Own events at `now`: a requested pass, and kills of jobs whose walltime is over.
+
+        Returns the KillApp commands.
+        """
+        if self._wake is not None and self._wake <= now:
+            self._wake = None
+            self._dirty = True
+        out: list[Command] = []
+        for _, jid in self._timers.pop_until(now):
+            del self._timer_of[jid]
+            self._end(jid, now, "killed")
+            self._unconfirmed_kills.add(jid)
+            self.kills += 1
+            out.append(KillApp(time=now, job_id=jid))
+        out.sort(key=lambda c: c.job_id)
+        return out
+
+    # -- the pass -------------------------------------------------------------------------
+    def schedule(self, now: int) -> list[Command]:
+        """One scheduling pass at `now` if anything changed; returns the StartApp commands."""
+        if not self._dirty:
+            return []
+        self._dirty = False
+        if not self._qjobs:
+            return []
+        self.passes += 1
+        state = self.state
+        view = PassView(now=now, n_hosts=state.n_hosts, free=state.free_hosts,
+                        queue=tuple(self._qjobs), running=state.running_ends(), memo=self._memo)
+        plan = self._plan(view)
+        self._memo = plan.memo
+        self._wake = plan.wake_at
+        first = self.first_reservation
+        for jid, t in plan.reservations.items():
+            if jid not in first:
+                first[jid] = t
+        if not plan.starts:
+            return []
+        out: list[Command] = []
+        for job in plan.starts:
+            if job.hosts > state.free_hosts:
+                raise ProtocolError(f"plan starts job {job.id} on {job.hosts} hosts, "
+                                    f"{state.free_hosts} free")
+            key = self._keys.pop(job.id, None)
+            if key is None:
+                raise ProtocolError(f"plan starts job {job.id}, which is not queued")
+            i = bisect_left(self._qkeys, key)
+            del self._qkeys[i], self._qjobs[i]
+            hosts = self._select(state.free_mask(), job.hosts)
+            alloc = state.allocate(job, hosts, now)
+            self._started_at[job.id] = now
+            if self._kill:
+                self._timer_of[job.id] = self._timers.push(now + job.walltime, job.id,
+                                                           key=(job.id,))
+            out.append(StartApp(time=now, job_id=job.id, hosts=alloc.hosts, pes=job.pes))
+        out.sort(key=lambda c: c.job_id)
+        return out

@@ -1,0 +1,98 @@
+"""Scheduling metrics on tiny schedules computed by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from cosim.bls import BatchConfig, simulate_batch
+from cosim.output import metrics
+from cosim.workload.jobs import Job, JobOutcome
+
+S = 1_000_000_000
+
+
+def outcome(i, submit, start, end, hosts, status="completed", wall=None):
+    job = Job(id=i, submit=submit * S, hosts=hosts, pes=hosts,
+              walltime=(wall if wall is not None else end - start) * S, runtime=(end - start) * S)
+    return JobOutcome(job=job, start=start * S, end=end * S, hosts=tuple(range(hosts)),
+                      status=status)
+
+
+# 4 hosts (the EASY schedule of test_bls.GOLDEN_B) plus a rejected job:
+#   job  submit start end hosts | run wait response
+#   1    0      0     10  2     | 10  0    10
+#   2    0      10    15  3     | 5   10   15
+#   3    1      1     6   1     | 5   0    5
+#   4    1      6     8   2     | 2   5    7     (killed at its walltime)
+#   5    rejected (5 hosts)
+SCHEDULE = [outcome(1, 0, 0, 10, 2), outcome(2, 0, 10, 15, 3), outcome(3, 1, 1, 6, 1),
+            outcome(4, 1, 6, 8, 2, "killed", wall=2),
+            JobOutcome(job=Job(id=5, submit=0, hosts=5, pes=5, walltime=S, runtime=S),
+                       start=None, end=None, hosts=(), status="rejected")]
+
+
+def test_makespan_and_utilization():
+    assert metrics.makespan(SCHEDULE) == 15.0  # last end 15 - first submit 0
+    # busy host-time 2*10 + 3*5 + 1*5 + 2*2 = 44 over 4 hosts x (15 - 0)
+    assert metrics.utilization(SCHEDULE, 4) == pytest.approx(44 / 60)
+
+
+def test_means():
+    assert metrics.mean_wait(SCHEDULE) == pytest.approx((0 + 10 + 0 + 5) / 4)
+    assert metrics.mean_response(SCHEDULE) == pytest.approx((10 + 15 + 5 + 7) / 4)
+    # slowdowns 10/10, 15/5, 5/5, 7/2
+    assert metrics.mean_slowdown(SCHEDULE) == pytest.approx((1 + 3 + 1 + 3.5) / 4)
+    # bounded (tau 10 s): 10/10, 15/10, max(1, 5/10), max(1, 7/10)
+    assert metrics.mean_bounded_slowdown(SCHEDULE) == pytest.approx((1 + 1.5 + 1 + 1) / 4)
+
+
+def test_loss_of_capacity():
+    # idle hosts while a job waits: [0,1) 2 idle (job 2 waits), [1,6) 1 idle (2 and 4 wait),
+    # [6,8) 0 idle, [8,10) 2 idle (2 waits), [10,15) nobody waits: (2 + 5 + 0 + 4) / (4 x 15)
+    assert metrics.loss_of_capacity(SCHEDULE, 4) == pytest.approx(11 / 60)
+
+
+def test_fair_starts_and_unfair_jobs():
+    # strict FCFS replay: 1 at 0; 2 (3 hosts) at 10 when 1 ends; 3 at 10 beside it; 4 (2 hosts)
+    # when 2 and 3 end at 15. Nobody started later than that.
+    assert metrics.fair_starts(SCHEDULE, 4) == {1: 0, 2: 10 * S, 3: 10 * S, 4: 15 * S}
+    assert metrics.unfair_jobs(SCHEDULE, 4) == 0
+    # test_bls.GOLDEN_A under EASY: job 3 (6 hosts) would start at 20 in arrival order but the
+    # backfilled job 4 delays it to 33: one unfair job.
+    easy = [outcome(1, 0, 0, 10, 4), outcome(2, 1, 10, 20, 5), outcome(3, 2, 33, 43, 6),
+            outcome(4, 3, 3, 33, 1)]
+    assert metrics.fair_starts(easy, 6) == {1: 0, 2: 10 * S, 3: 20 * S, 4: 30 * S}
+    assert metrics.unfair_jobs(easy, 6) == 1
+
+
+def test_strict_fcfs_simulation_has_no_unfair_job():
+    jobs = [Job(id=i, submit=(i * 7) % 5 * S, hosts=1 + i % 3, pes=1 + i % 3,
+                walltime=(3 + i % 4) * S, runtime=(1 + i % 5) * S) for i in range(30)]
+    out = simulate_batch(jobs, n_hosts=4, config=BatchConfig(backfill="none")).outcomes
+    assert metrics.unfair_jobs(out, 4) == 0
+
+
+def test_summary_excludes_rejected_jobs():
+    s = metrics.summary(SCHEDULE, 4)
+    assert {"jobs", "makespan_s", "utilization", "mean_wait_s", "mean_response_s",
+            "mean_slowdown", "mean_bounded_slowdown", "loss_of_capacity",
+            "unfair_jobs"} <= set(s)
+    assert (s["jobs"], s["rejected"], s["killed"]) == (4, 1, 1)
+    assert s["makespan_s"] == 15.0 and s["unfair_jobs"] == 0
+    assert s["mean_wait_s"] == pytest.approx(3.75)
+
+
+def test_empty_and_degenerate():
+    s = metrics.summary([], 4)
+    assert s["jobs"] == 0 and s["utilization"] == 0.0 and s["mean_slowdown"] == 0.0
+    zero = [outcome(1, 0, 0, 0, 1)]
+    assert metrics.mean_slowdown(zero) == 0.0  # no job with a positive run time
+    assert metrics.mean_bounded_slowdown(zero) == 1.0
+    assert metrics.utilization(zero, 1) == 0.0
+
+
+def test_no_integer_overflow_on_long_traces():
+    # 5040 hosts x 10^9 s in ticks is ~5e21: beyond int64, computed exactly
+    big = [outcome(1, 0, 0, 10**9, 5040)]
+    assert metrics.utilization(big, 5040) == 1.0
+    assert metrics.loss_of_capacity(big + [outcome(2, 0, 10**9, 2 * 10**9, 5040)], 5040) == 0.0
