@@ -1,7 +1,8 @@
 """Facts (ALS -> BLS, past tense) and commands (BLS -> ALS, imperative), as frozen dataclasses.
 
 Every message carries the tick it refers to. Facts are handled by the batch level in the
-canonical order `Fact.key` = ``(time, kind order, job_id)``; commands are applied by the ALS in
+canonical order `Fact.key` = ``(time, kind order, job_id)``
+(completions, then yields, then starts); commands are applied by the ALS in
 ``(time, job_id)`` order. The batch level never looks inside an app: a rigid app (its run
 time known from the trace) is simulated by a local ALS that turns `StartApp` into
 `AppStarted` and a later `AppCompleted`, exactly as a remote ALS rank will.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-__all__ = ["Fact", "Command", "AppStarted", "AppCompleted", "StartApp", "KillApp"]
+__all__ = ["Fact", "Command", "AppStarted", "AppCompleted", "HostsYielded", "StartApp", "KillApp"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,18 +47,35 @@ class AppCompleted(Fact):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AppStarted(Fact):
-    """The app of `job_id` started on its hosts."""
+class HostsYielded(Fact):
+    """Every PE of `hosts` (ascending host indices) of job `job_id` is out of work (RCA).
 
+    The job keeps owning the hosts until it ends; the batch level may lend them meanwhile.
+    """
+
+    hosts: tuple[int, ...]
     ORDER: ClassVar[int] = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AppStarted(Fact):
+    """The app of `job_id` started on its hosts."""
+
+    ORDER: ClassVar[int] = 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StartApp(Command):
-    """Start the app of `job_id` on `hosts` (host indices, ascending) using `pes` PEs."""
+    """Start the app of `job_id` on `hosts` (host indices, ascending) using `pes` PEs.
+
+    `app` and `params` are the job's app model and parameters (``Job.app``,
+    ``Job.app_params`` as sorted pairs), so that an ALS rank needs nothing but the command.
+    """
 
     hosts: tuple[int, ...]
     pes: int
+    app: str = "rigid"
+    params: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -60,7 +60,11 @@ class JobOutcome:
 
     status: ``completed``; ``killed`` (walltime exceeded, ended at start + walltime);
     ``rejected`` (never started: larger than the machine; start and end are None).
-    hosts: the host indices it ran on, ascending (empty when rejected).
+    hosts: the host indices it ran on, ascending (empty when rejected), borrowed ones included.
+    RCA accounting: `yielded` = (host, tick) for each host the job reported out of work;
+    `lent` = (host, tick) for each of its hosts the batch level first lent to another job (the
+    job owns the host until it ends, but stops accounting for it from that tick); `borrowed` =
+    (host, owner job id) for each host it ran on while another job owned it.
     """
 
     job: Job
@@ -68,3 +72,6 @@ class JobOutcome:
     end: int | None
     hosts: tuple[int, ...]
     status: Literal["completed", "killed", "rejected"]
+    yielded: tuple[tuple[int, int], ...] = ()
+    lent: tuple[tuple[int, int], ...] = ()
+    borrowed: tuple[tuple[int, int], ...] = ()
