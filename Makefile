@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.cosim-installed
 
-.PHONY: install run test bench clean
+.PHONY: install run showcase test bench clean
 
 install: $(STAMP)
 
@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 run: install
+	$(BIN)/cosim run
+
+showcase: install
 	$(BIN)/cosim app --app mandelbrot --hosts 64 --technique all
 	$(BIN)/cosim app --app psia --hosts 64 --technique all
 

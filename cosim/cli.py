@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
-from cosim.errors import EXIT_INPUT, InputError
+from cosim.errors import EXIT_INPUT, CosimError, InputError
 
 __all__ = ["main", "build_parser"]
 
@@ -65,12 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser(
         "run",
-        help="simulate a batch workload (rigid jobs from an SWF trace)",
-        description="Simulate the batch-level scheduler on an SWF workload of rigid jobs "
-        "(run times from the trace) and write jobs.csv, schedule.swf and summary.json.",
+        help="simulate a workload; without --workload: the main job (RCA off vs on)",
+        description="Simulate an SWF workload and write jobs.csv, schedule.swf and "
+        "summary.json. Rigid jobs run for their trace run time; jobs that carry an app "
+        "model (ESP traces) are co-simulated with the application level. Without "
+        "--workload, runs the main job: ESP-Mandelbrot on ib256 with FCFS + EASY and "
+        "STATIC, RCA off and on, and prints the comparison.",
     )
-    run.add_argument("--workload", required=True, metavar="FILE.swf",
-                     help="SWF trace (plain or .gz)")
+    run.add_argument("--workload", metavar="FILE.swf",
+                     help="SWF trace (plain or .gz); default: the main job")
     run.add_argument("--platform", default="ib256",
                      help="platform name in platforms/ or a .toml/.xml file (default ib256)")
     run.add_argument("--hosts", type=int, metavar="N",
@@ -88,8 +93,22 @@ def build_parser() -> argparse.ArgumentParser:
                      help="SWF field 8 (requested, default) or 5 (allocated) for job sizes")
     run.add_argument("--lenient", action="store_true",
                      help="skip malformed SWF lines (and report how many) instead of failing")
+    run.add_argument("--technique", default="STATIC", metavar="T",
+                     help="DLS technique of the co-simulated apps (default STATIC)")
+    run.add_argument("--param", action="append", metavar="K=V", default=[],
+                     help="technique parameter (repeatable)")
+    run.add_argument("--rca", choices=("off", "yield"), default="off",
+                     help="RCA: yield = hosts whose PEs ran out of work are lent to queued "
+                     "jobs (default off)")
+    run.add_argument("--app-overrides", action="append", metavar="K=V", default=[],
+                     help="app-model parameter for every co-simulated job (repeatable)")
+    run.add_argument("--quantum", type=float, default=0.0, metavar="S",
+                     help="scheduling quantum in seconds (0 = every event, the default)")
+    run.add_argument("--seed", type=int, default=0, help="root seed of the random streams")
+    run.add_argument("--rank0-apps", action="store_true",
+                     help="under mpiexec, rank 0 simulates apps too (default: ranks 1..K-1)")
     run.add_argument("--out", metavar="DIR",
-                     help="output directory (default runs/<workload>-<batch>-<priority>)")
+                     help="output directory (default under runs/)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
     run.set_defaults(handler=_cmd_run)
 
@@ -181,80 +200,90 @@ def _cmd_app(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_options(args: argparse.Namespace, workload: str):
+    from cosim.config import parse_pairs
+    from cosim.experiment import RunOptions
+
+    return RunOptions(
+        workload=workload, platform=args.platform, hosts=args.hosts, batch=args.batch,
+        priority=args.priority, selection=args.selection,
+        walltime_kill=args.walltime_kill == "on", procs_field=args.procs_field,
+        lenient=args.lenient, technique=args.technique,
+        technique_params=parse_pairs(args.param, option="param"), rca=args.rca,
+        app_overrides=parse_pairs(args.app_overrides, option="app-overrides"),
+        quantum_s=args.quantum, seed=args.seed, out=args.out)
+
+
+def _warn(message: str) -> None:
+    print(f"cosim: warning: {message}", file=sys.stderr)
+
+
+def _mpi_rank_size() -> tuple[int, int]:
+    """This process's rank and the world size as the MPI launcher announces them (no MPI
+    call: inputs are validated before MPI is touched)."""
+    return int(os.environ.get("PMI_RANK", "0")), int(os.environ.get("PMI_SIZE", "1"))
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from cosim.experiment import (
+        default_out, execute, main_out, plan, prepare, serve_als, write_outputs,
+    )
 
-    from cosim.bls import BatchConfig, simulate_batch
-    from cosim.output.metrics import summary as metrics_summary
-    from cosim.output.runfiles import write_jobs_csv, write_summary
-    from cosim.platform import load_platform
-    from cosim.workload.swf import read_swf
-    from cosim.workload.swf_write import write_swf
+    rank, size = _mpi_rank_size()
+    runs = [prepare(o, warn=_warn if rank == 0 else None)
+            for o in plan(_run_options(args, args.workload))]
+    comm = None
+    if size > 1:
+        from cosim.transport.mpi import world
 
-    platform = load_platform(args.platform)
-    n_hosts = platform.n_hosts if args.hosts is None else args.hosts
-    if not 1 <= n_hosts <= platform.n_hosts:
-        raise InputError(f"{n_hosts} hosts asked, the platform {platform.name!r} has "
-                         f"{platform.n_hosts}", field="hosts")
-    cores = {h.cores for h in platform.hosts[:n_hosts]}
-    if len(cores) != 1:
-        raise InputError("hosts with different core counts are not supported by the batch "
-                         "level yet", field="platform")
-    (cores_per_host,) = cores
-    warnings: list[str] = []
-    workload = read_swf(args.workload, cores_per_host=cores_per_host, max_hosts=n_hosts,
-                        procs_field=args.procs_field, lenient=args.lenient,
-                        warn=warnings.append)
-    for w in warnings:
-        print(f"cosim: warning: {w}", file=sys.stderr)
-    if not workload.jobs:
-        raise InputError("no job to simulate", file=args.workload)
-    config = BatchConfig(priority=args.priority,
-                         backfill="none" if args.batch == "fcfs" else args.batch,
-                         selection=args.selection, walltime_kill=args.walltime_kill == "on")
-    t0 = time.perf_counter()
-    result = simulate_batch(workload.jobs, n_hosts=n_hosts, cores_per_host=cores_per_host,
-                            config=config)
-    wall = time.perf_counter() - t0
-    outcomes = tuple(result.outcomes) + tuple(workload_rejected(workload))
-    stem = Path(args.workload).name.split(".")[0]
-    out = Path(args.out) if args.out else Path("runs") / f"{stem}-{args.batch}-{args.priority}"
-    write_jobs_csv(out / "jobs.csv", outcomes)
-    write_swf(out / "schedule.swf", outcomes, header=workload.header,
-              cores_per_host=cores_per_host)
-    summary = {
-        "workload": str(args.workload),
-        "platform": platform.name,
-        "hosts": n_hosts,
-        "batch": args.batch,
-        "priority": args.priority,
-        "selection": args.selection,
-        "walltime_kill": args.walltime_kill == "on",
-        **metrics_summary(outcomes, n_hosts),
-        "skipped": {"runtime": workload.skipped_runtime,
-                    "cancelled": workload.skipped_cancelled,
-                    "no_procs": workload.skipped_procs,
-                    "too_big": workload.rejected_too_big,
-                    "bad_lines": workload.bad_lines},
-        "stats": {k: getattr(result.stats, k) for k in result.stats.__dataclass_fields__},
-        "wall_s": wall,
-        "out": str(out),
-    }
-    write_summary(out / "summary.json", summary)
+        comm = world()
+        if comm.rank != 0:
+            for run in runs:
+                serve_als(run, comm)
+            return 0
+    records = []
+    for run in runs:
+        if args.workload is None:
+            print(f"cosim: simulating {Path(run.opt.workload).name} with {run.opt.technique}, "
+                  f"RCA {run.opt.rca} ...", file=sys.stderr, flush=True)
+        record = execute(run, comm=comm, rank0_apps=args.rank0_apps)
+        out = Path(run.opt.out) if args.workload and run.opt.out else (
+            default_out(run.opt) if args.workload else main_out(run.opt, run.opt.rca))
+        write_outputs(record, out)
+        records.append(record)
+    summaries = [r.summary for r in records]
     if args.json:
-        json.dump(summary, sys.stdout)
+        json.dump(summaries[0] if args.workload else summaries, sys.stdout)
         sys.stdout.write("\n")
+    elif args.workload:
+        _print_run(summaries[0])
     else:
-        _print_run(summary)
+        _print_comparison(summaries)
     return 0
 
 
-def workload_rejected(workload):
-    """Outcomes for the jobs the reader rejected as larger than the machine."""
-    from cosim.workload.jobs import JobOutcome
-
-    return (JobOutcome(job=j, start=None, end=None, hosts=(), status="rejected")
-            for j in workload.rejected)
+def _print_comparison(rows: list[dict]) -> None:
+    a = rows[0]
+    print(f"{Path(a['workload']).name} on {a['hosts']} hosts of {a['platform']}: "
+          f"{a['priority'].upper()} + {a['batch'].upper()} backfilling, {a['technique']}")
+    fields = [("makespan_s", "makespan [s]", "{:,.0f}"), ("utilization", "utilization",
+              "{:.1%}"), ("mean_wait_s", "mean wait [s]", "{:,.0f}"),
+              ("mean_slowdown", "mean slowdown", "{:,.2f}"),
+              ("mean_bounded_slowdown", "mean bounded slowdown", "{:,.2f}"),
+              ("yields", "hosts yielded", "{:,}"), ("lends", "hosts lent", "{:,}"),
+              ("wall_s", "wall [s]", "{:.2f}")]
+    head = f"{'':<24}" + "".join(f"{'RCA ' + r['rca']:>14}" for r in rows) + f"{'change':>10}"
+    print(head)
+    print("-" * len(head))
+    for key, label, fmt in fields:
+        vals = [r.get(key) for r in rows]
+        cells = "".join(f"{fmt.format(v) if v is not None else '-':>14}" for v in vals)
+        change = ""
+        if key != "wall_s" and all(isinstance(v, (int, float)) for v in vals) and vals[0]:
+            change = f"{(vals[1] - vals[0]) / vals[0]:+.1%}"
+        print(f"{label:<24}{cells}{change:>10}")
+    print(f"outputs in {Path(rows[0]['out']).parent}/ (rca-off, rca-yield: jobs.csv, "
+          "schedule.swf, summary.json)")
 
 
 def _print_run(s: dict) -> None:
@@ -271,6 +300,9 @@ def _print_run(s: dict) -> None:
             ("wall", f"{s['wall_s']:.2f} s ({s['jobs'] / max(s['wall_s'], 1e-9):,.0f} jobs/s)")]
     for k, v in rows:
         print(f"  {k:<22} {v}")
+    if s.get("technique"):
+        print(f"  {'technique, RCA':<22} {s['technique']}, {s['rca']} "
+              f"({s.get('yields', 0):,} hosts yielded, {s.get('lends', 0):,} lent)")
     print(f"  outputs in {s['out']}/ (jobs.csv, schedule.swf, summary.json)")
 
 
@@ -306,11 +338,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (2 for bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    rank = _mpi_rank_size()[0]
     try:
         return args.handler(args)
     except InputError as exc:
-        print(f"cosim: error: {exc}", file=sys.stderr)
+        if rank == 0:  # every rank validates the same inputs; one prints
+            print(f"cosim: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except CosimError as exc:
+        if rank == 0:
+            print(f"cosim: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("cosim: interrupted", file=sys.stderr)
         return 130

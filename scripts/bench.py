@@ -159,6 +159,25 @@ def _big(repeat):
             ("EASY wall", wall, "s", None)]
 
 
+@bench("cosim: the main job, ESP-Mandelbrot on ib256, STATIC, RCA off / yield (target < 10 s)")
+def _main(repeat):
+    from dataclasses import replace
+
+    from cosim.experiment import MAIN_WORKLOAD, RunOptions, execute
+
+    rows = []
+    opt = RunOptions(workload=str(MAIN_WORKLOAD))
+    for technique in ("STATIC", "FAC2", "SS"):
+        for rca in ("off", "yield"):
+            wall, rec = best(1, lambda r=rca, t=technique: execute(replace(opt, rca=r,
+                                                                           technique=t)))
+            st = rec.summary["stats"]
+            rows.append((f"{technique} rca={rca}: wall ({st['chunk_events']:,} chunk events,"
+                         f" {st['rounds']:,} rounds)", wall, "s",
+                         None))
+    return rows
+
+
 @bench("workload: ESP generation (230 jobs) and SWF writing")
 def _esp(repeat):
     from cosim.workload.esp import make_esp

@@ -28,7 +28,7 @@ from cosim.errors import InputError
 from cosim.platform import Platform
 from cosim.workload.costs import TaskCosts
 
-__all__ = ["job_pes", "loop_on_hosts", "summary", "write_chunks"]
+__all__ = ["job_pes", "job_pe_placement", "loop_on_hosts", "summary", "write_chunks"]
 
 
 def job_pes(platform: Platform, hosts: int) -> list[int]:
@@ -38,6 +38,19 @@ def job_pes(platform: Platform, hosts: int) -> list[int]:
                          f"{platform.n_hosts}", field="hosts")
     pe_host = platform.pe_hosts()
     return [int(i) for i in np.flatnonzero(pe_host < hosts)]
+
+
+def job_pe_placement(
+    platform: Platform, pe_hosts: np.ndarray, pe_idx: Sequence[int], comm: Comm,
+) -> tuple[list[int], list[float], list[int], list[int]]:
+    """For workers on the global PEs `pe_idx` (rank order; the master on the first): the host
+    of each rank, its speed, and the request/assignment message times to/from the master."""
+    host_of = [int(pe_hosts[pe]) for pe in pe_idx]
+    master = host_of[0]
+    speeds = [platform.hosts[h].speed for h in host_of]
+    req = [platform.message_ticks(h, master, comm.request_bytes) for h in host_of]
+    asg = [platform.message_ticks(master, h, comm.assign_bytes) for h in host_of]
+    return host_of, speeds, req, asg
 
 
 def loop_on_hosts(
@@ -56,16 +69,14 @@ def loop_on_hosts(
 ) -> tuple[LoopRun, list[int]]:
     """A `LoopRun` of `costs` on the PEs of the first `hosts` hosts, and those PE indices."""
     pes = job_pes(platform, hosts)
-    pe_host = platform.pe_hosts()
-    host_of = [int(pe_host[pe]) for pe in pes]
-    master = host_of[0]
+    _, speeds, req, asg = job_pe_placement(platform, platform.pe_hosts(), pes, comm)
     run = LoopRun(
         costs=costs,
         technique=technique,
         params=params,
-        speeds=[platform.hosts[h].speed for h in host_of],
-        request_ticks=[platform.message_ticks(h, master, comm.request_bytes) for h in host_of],
-        assign_ticks=[platform.message_ticks(master, h, comm.assign_bytes) for h in host_of],
+        speeds=speeds,
+        request_ticks=req,
+        assign_ticks=asg,
         comm=comm,
         availability=availability,
         timesteps=timesteps,

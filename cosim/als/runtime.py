@@ -199,6 +199,10 @@ class LoopRun:
         self._done: list[int | None] = [None] * p
         self._last: list[tuple[int, int, int, int, float] | None] = [None] * p
         self._cols: tuple[list[int], ...] = tuple([] for _ in range(7))
+        #: (tick, rank) of every PE told "no more work" (or released) in the last step, in the
+        #: order the runtime learnt them: the yield points an ALS turns into facts
+        self.done_events: list[tuple[int, int]] = []
+        self._stop_at_done = False
         self._n_chunks = 0
         self._planner = self._new_planner(self._n)
 
@@ -224,6 +228,11 @@ class LoopRun:
             return self.technique.make(self.params, self._context(max(n, 1)))
         except ValueError as exc:
             raise InputError(str(exc), field=self.technique.name) from None
+
+    @property
+    def remaining_flop(self) -> float:
+        """FLOP of the iterations not yet handed out in this step."""
+        return float(self.costs.total - self.costs.prefix[self._n - self._remaining])
 
     @property
     def speeds(self) -> tuple[float, ...]:
@@ -273,6 +282,7 @@ class LoopRun:
             if self._done[r] is not None:  # already idle: released now
                 self._waiting -= 1
                 self._done[r] = at
+                self.done_events.append((at, r))
         self._active = [r for r in self._active if r not in gone]
         self._planner = self._new_planner(self._remaining)
         self._maybe_next_step(at)
@@ -325,6 +335,9 @@ class LoopRun:
                 heappop(heap)
                 rm = removed_at[rank]
                 self._done[rank] = sent if sent > rm else rm
+                self.done_events.append((self._done[rank], rank))
+                if self._stop_at_done:
+                    break
                 continue
             if remaining == 0:  # nothing left in this step
                 heappop(heap)
@@ -334,6 +347,8 @@ class LoopRun:
                 self._answer_done(rank, s)
                 if self._step != step:  # a new step began: reload the step's state
                     return self.advance(until)
+                if self._stop_at_done:
+                    return
                 continue
             if adaptive:
                 prev = last[rank]
@@ -381,9 +396,24 @@ class LoopRun:
         self._remaining = remaining
         self._n_chunks = n_chunks
 
+    def advance_to_done(self, until: int = _NEVER) -> None:
+        """Like `advance`, but return as soon as one PE has been told "no more work"."""
+        self._stop_at_done = True
+        try:
+            self.advance(until)
+        finally:
+            self._stop_at_done = False
+
+    @property
+    def min_assign_ticks(self) -> int:
+        """The shortest master-to-PE message time: a "done" comes at least this after a serve."""
+        return min(self._asg)
+
     def _answer_done(self, rank: int, s: int) -> None:
         """The master answers `rank` "done" at tick `s`."""
         self._done[rank] = s + self._asg[rank]
+        if self._step + 1 >= self.timesteps:
+            self.done_events.append((self._done[rank], rank))
         self._waiting += 1
         self._maybe_next_step(s)
 

@@ -1,12 +1,13 @@
 """The batch-level scheduler (BLS): a Slurm-like queue that takes facts and emits commands.
 
 `BatchScheduler` owns the queue and the `ClusterState`; apps live elsewhere (`RigidApps` in
-process now, ALS ranks over MPI later) and talk to it only through protocol messages. The
-caller (`cosim.bls.batch.simulate_batch`, later the MPI runner) drives it one instant at a
-time, and every instant ``t`` is handled in this order:
+process, ALS ranks over MPI) and talk to it only through protocol messages. The caller
+(`cosim.bls.batch.simulate_batch`, the co-simulation runner) drives it one instant at a time,
+and every instant ``t`` is handled in this order:
 
 1. `handle` the facts stamped t, in `Fact.key` order: ``AppCompleted`` releases the job's
-   hosts (completions release hosts first), ``AppStarted`` confirms a start;
+   hosts (completions release hosts first), ``HostsYielded`` records a yield (RCA, below),
+   ``AppStarted`` confirms a start;
 2. `expire` the scheduler's own events at t: a pass the backfill policy asked for at t
    (`Plan.wake_at`) is due; with walltime kill on, every job still running at start +
    walltime is killed — the scheduler records it ``killed`` at t, frees its hosts
@@ -15,17 +16,28 @@ time, and every instant ``t`` is handled in this order:
    first); only ``runtime > walltime`` is killed;
 3. `submit` the jobs whose submit time is t: they join the queue (jobs larger than the
    machine are ``rejected`` at once and never queued);
-4. `schedule`: ONE scheduling pass, if a host was released, a job submitted or a pass
-   requested since the last pass (facts that change nothing, such as ``AppStarted``, cause
-   none). The backfill policy returns a `Plan`; the scheduler picks each starting job's hosts
-   with the selection policy, in plan order, allocates them and emits ``StartApp`` at t.
+4. `schedule`: ONE scheduling pass, if a host was released or made lendable, a job
+   submitted or a pass requested since the last pass (facts that change nothing, such as
+   ``AppStarted`` or a yield with RCA off, cause none). The backfill policy returns a `Plan`;
+   the scheduler picks each starting job's hosts with the selection policy, in plan order,
+   allocates them and emits ``StartApp`` at t, carrying the job's app and its parameters.
 
-A zero-length job started at t completes at t: its ``AppCompleted`` comes back in the next
-round at the same instant, releases its hosts and triggers another pass at t. The queue is
-ordered by ``(-job.priority, *key(job), job.id)``: priority > 0 jobs first, the job id last —
-FCFS is ``(-priority, submit, id)``, SJF ``(-priority, walltime, submit, id)``. Commands of
-one instant are returned in job id order. The scheduler never reads `Job.runtime`: it knows
-only walltimes (estimates) and the facts it is told.
+RCA yield (`BatchConfig.rca`): a ``HostsYielded`` fact is recorded in the job's outcome
+(`JobOutcome.yielded`) in both modes. With rca off nothing else changes: the hosts stay
+allocated to the job until it ends (classic behaviour). With rca on, each yielded host the
+job owns becomes lendable from the fact's tick: free for every policy (priority order and
+backfilling alike; it no longer counts among the hosts the job frees at its estimated end),
+while the job keeps owning it until it ends; a job started on it borrows it
+(`cosim.bls.state`). Rules: a yield of a job that has already ended (completed at the same
+instant, or killed by the scheduler and not yet confirmed) is ignored — the job's outcome
+is final; a yield of a job that never ran, of a host the job does not hold, or of a host
+it yielded before is a ProtocolError. A zero-length job started at t completes at t: its
+``AppCompleted`` comes back in the next round at the same instant, releases its hosts and
+triggers another pass at t. The queue is ordered by ``(-job.priority, *key(job), job.id)``:
+priority > 0 jobs first, the job id last — FCFS is ``(-priority, submit, id)``, SJF
+``(-priority, walltime, submit, id)``. Commands of one instant are returned in job id order.
+The scheduler never reads `Job.runtime`: it knows only walltimes (estimates) and the facts
+it is told.
 """
 
 from __future__ import annotations
@@ -45,6 +57,7 @@ from cosim.protocol.messages import (
     AppStarted,
     Command,
     Fact,
+    HostsYielded,
     KillApp,
     StartApp,
 )
@@ -70,6 +83,9 @@ class BatchConfig:
     priority_key:
         A pluggable priority: ``key(job) -> tuple`` sorted ascending after ``-job.priority``
         and before the job id; when given it replaces `priority` (which then only names it).
+    rca:
+        Lend yielded hosts to queued jobs (RCA yield; default False: yields are only
+        recorded). See the module docstring.
     """
 
     priority: str = "fcfs"
@@ -77,6 +93,7 @@ class BatchConfig:
     selection: str = "first-fit"
     walltime_kill: bool = True
     priority_key: Callable[[Job], tuple[Any, ...]] | None = None
+    rca: bool = False
 
     def __post_init__(self) -> None:
         if self.priority_key is None:
@@ -104,6 +121,7 @@ class BatchScheduler:
         self._plan = policies.backfill(config.backfill).plan
         self._select = policies.selection(config.selection).select
         self._kill = config.walltime_kill
+        self._rca = config.rca
         self._min_cores = min(cores)
         self._qkeys: list[tuple[Any, ...]] = []  # sorted queue keys ...
         self._qjobs: list[Job] = []  # ... and the jobs, in the same order
@@ -122,6 +140,8 @@ class BatchScheduler:
         self.submissions = 0
         self.kills = 0
         self.rejected = 0
+        self.yields = 0  # hosts reported yielded (ignored yields excluded)
+        self.ignored_yields = 0  # HostsYielded facts of jobs that had already ended
 
     # -- queue --------------------------------------------------------------------------
     @property
@@ -172,16 +192,32 @@ class BatchScheduler:
             elif type(fact) is AppStarted:
                 if self._started_at.pop(jid, None) != fact.time:
                     raise ProtocolError(f"job {jid} started at {fact.time}, not as commanded")
+            elif type(fact) is HostsYielded:
+                self._yield(fact)
             else:
                 raise ProtocolError(f"the batch level cannot handle {type(fact).__name__}")
 
+    def _yield(self, fact: HostsYielded) -> None:
+        jid = fact.job_id
+        if jid not in self.state.running:
+            done = self.outcomes.get(jid)
+            if done is not None and done.status != "rejected":
+                self.ignored_yields += 1  # ended (or killed) already: its outcome is final
+                return
+            raise ProtocolError(f"job {jid} yields hosts but is not running")
+        if self.state.yield_hosts(jid, fact.hosts, fact.time, lend=self._rca):
+            self._dirty = True
+        self.yields += len(fact.hosts)
+
     def _end(self, jid: int, now: int, status: str) -> None:
-        alloc = self.state.release(jid)
+        alloc, acct = self.state.release(jid)
         handle = self._timer_of.pop(jid, None)
         if handle is not None:
             self._timers.cancel(handle)
         self.outcomes[jid] = JobOutcome(job=alloc.job, start=alloc.start, end=now,
-                                        hosts=alloc.hosts, status=status)  # type: ignore[arg-type]
+                                        hosts=alloc.hosts, status=status,  # type: ignore[arg-type]
+                                        yielded=acct.yielded, lent=acct.lent,
+                                        borrowed=acct.borrowed)
         self._dirty = True
 
     def next_timer(self) -> int | None:
@@ -247,6 +283,9 @@ class BatchScheduler:
             if self._kill:
                 self._timer_of[job.id] = self._timers.push(now + job.walltime, job.id,
                                                            key=(job.id,))
-            out.append(StartApp(time=now, job_id=job.id, hosts=alloc.hosts, pes=job.pes))
+            params = job.app_params
+            out.append(StartApp(time=now, job_id=job.id, hosts=alloc.hosts, pes=job.pes,
+                                app=job.app, params=tuple(sorted(params.items())) if params
+                                else ()))
         out.sort(key=lambda c: c.job_id)
         return out

@@ -6,7 +6,12 @@ never ran, are excluded from every metric and are counted on their own in `summa
 job counts with the time it actually ran (start to kill). Times are ticks inside, seconds out.
 Notation, for a job j that ran: submit s_j, start b_j, end e_j, hosts h_j, run time
 r_j = e_j - b_j, wait w_j = b_j - s_j, response (turnaround) R_j = e_j - s_j; N hosts.
-A metric of an empty set of jobs is 0.0.
+A metric of an empty set of jobs is 0.0. RCA lending (`JobOutcome.lent`, `.borrowed`): every
+host-time is accounted for at most once — a job accounts for each of its hosts from its start
+to its end, except that for a host it lent it stops at the first lend tick l (from then the
+borrower, whose `hosts` include the borrowed host, accounts for it while the borrower runs);
+``L_j = sum over (host, l) in lent_j of (e_j - l)`` is the host-time job j gave away. Without
+lending L_j = 0 and every formula is the classical one.
 """
 
 from __future__ import annotations
@@ -59,20 +64,29 @@ def makespan(outcomes: Sequence[JobOutcome]) -> float:
     return float(end.max() - submit.min()) / TICKS_PER_SECOND
 
 
+def _lent_back(ran: Sequence[JobOutcome]) -> int:
+    """``sum_j L_j``: host-time owners gave away from their first lend to their end (ticks)."""
+    return sum(o.end - l for o in ran if o.lent for _, l in o.lent)  # type: ignore[operator]
+
+
 def utilization(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     """System utilization, Eq. 1 of the RCA paper: busy host-time over the machine's time.
 
-    ``U = sum_j h_j r_j / (N (max_j e_j - min_j b_j))`` — busy host-time over hosts x (last end
-    - first start) (Eleliemy & Ciorba, "A resourceful coordination approach for multilevel
-    scheduling", arXiv:2103.05809, Eq. 1). 0.0 when no job ran or no time passed.
+    ``U = (sum_j h_j r_j - sum_j L_j) / (N (max_j e_j - min_j b_j))`` — busy host-time over
+    hosts x (last end - first start) (Eleliemy & Ciorba, "A resourceful coordination approach
+    for multilevel scheduling", arXiv:2103.05809, Eq. 1), each host-time counted once: a host
+    lent at l stops counting for its owner at l (L_j, module docstring) and counts for its
+    borrower. A yielded host that is not lent counts for its owner until the owner ends. 0.0
+    when no job ran or no time passed.
     """
-    _, start, end, hosts = _columns(outcomes)
+    ran = _ran(outcomes)
+    _, start, end, hosts = _columns(ran)
     if not len(end):
         return 0.0
     span = int(end.max() - start.min())
     if span <= 0:
         return 0.0
-    busy = _dot(hosts, end - start)
+    busy = _dot(hosts, end - start) - _lent_back(ran)
     return busy / (n_hosts * span)
 
 
@@ -127,18 +141,26 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     integrated approach to parallel scheduling using gang-scheduling, backfilling and
     migration", IEEE TPDS 14(3), 2003), who define it as capacity lost to fragmentation: nodes
     empty while jobs wait. Definition recalled from the paper; its text could not be
-    re-read here.
+    re-read here. Busy hosts are counted as in `utilization`: a lent host stops being busy
+    for its owner at its first lend tick.
     """
-    submit, start, end, hosts = _columns(outcomes)
+    ran = _ran(outcomes)
+    submit, start, end, hosts = _columns(ran)
     if not len(end):
         return 0.0
     t0, t1 = int(submit.min()), int(end.max())
     if t1 <= t0:
         return 0.0
-    times = np.concatenate((start, end, submit, start))
-    busy_d = np.concatenate((hosts, -hosts, np.zeros_like(submit), np.zeros_like(start)))
+    lends = [l for o in ran if o.lent for _, l in o.lent]
+    lent_at = np.asarray(lends, dtype=np.int64)
+    lent_end = np.asarray([o.end for o in ran if o.lent for _ in o.lent], dtype=np.int64)
+    ones = np.ones(len(lends), dtype=np.int64)
+    zeros = np.zeros(len(lends), dtype=np.int64)
+    times = np.concatenate((start, end, submit, start, lent_at, lent_end))
+    busy_d = np.concatenate((hosts, -hosts, np.zeros_like(submit), np.zeros_like(start),
+                             -ones, ones))
     wait_d = np.concatenate((np.zeros_like(start), np.zeros_like(end), np.ones_like(submit),
-                             -np.ones_like(start)))
+                             -np.ones_like(start), zeros, zeros))
     order = np.argsort(times, kind="stable")
     times = times[order]
     busy = np.cumsum(busy_d[order])
@@ -198,7 +220,8 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[str, Any]:
 
     Keys: ``jobs`` (jobs that ran), ``rejected``, ``killed``, ``makespan_s``, ``utilization``,
     ``mean_wait_s``, ``mean_response_s``, ``mean_slowdown``, ``mean_bounded_slowdown``,
-    ``loss_of_capacity``, ``unfair_jobs``.
+    ``loss_of_capacity``, ``unfair_jobs``, ``yields`` (hosts yielded, in total: RCA) and
+    ``lends`` (hosts lent, in total: each owner's host counted once, at its first lend).
     """
     ran = _ran(outcomes)
     return {
@@ -213,4 +236,6 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[str, Any]:
         "mean_bounded_slowdown": mean_bounded_slowdown(ran),
         "loss_of_capacity": loss_of_capacity(ran, n_hosts),
         "unfair_jobs": unfair_jobs(ran, n_hosts),
+        "yields": sum(len(o.yielded) for o in ran),
+        "lends": sum(len(o.lent) for o in ran),
     }

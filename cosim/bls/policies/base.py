@@ -53,12 +53,14 @@ class PassView:
     n_hosts:
         Hosts of the machine.
     free:
-        Free hosts now.
+        Free hosts now, lendable ones (RCA: yielded by a job that still owns them) included.
     queue:
         Queued jobs in priority order (highest first).
     running:
         ``(estimated end, job id, hosts, start)`` of the running jobs, sorted; estimated end
-        is start + walltime (see `expected_end` for one already past, and `overran`).
+        is start + walltime (see `expected_end` for one already past, and `overran`); hosts
+        are those the job frees at its end (RCA: lendable hosts excluded, borrowed included),
+        so that `free` plus every job's hosts is the machine.
     memo:
         What the policy returned as `Plan.memo` at the previous pass (None at the first).
     """

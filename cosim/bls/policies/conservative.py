@@ -25,7 +25,9 @@ job has outlived its estimate (walltime kill off) the schedule is rebuilt from s
 priority order at every pass until it ends, that job expected to end at the next tick (no
 wake-up is asked for meanwhile: it would step tick by tick; the job's real end is an event);
 reservations may then move later. The same happens when a reservation's time passed without
-a pass (it waited for a job that then outlived its estimate).
+a pass (it waited for a job that then outlived its estimate). RCA: when a running job frees
+fewer hosts at its end than the schedule holds (it yielded hosts that were made lendable),
+the difference is free from now until that end, and the schedule is compressed as in 2.
 """
 
 from __future__ import annotations
@@ -115,7 +117,12 @@ def plan(view: PassView) -> Plan:
             early = True
     reserved = dict(memo.reserved)
     for e, jid, h, _ in running:
-        if jid in known:
+        k = known.get(jid)
+        if k is not None:
+            if h < k[1] and k[0] > now:  # it yielded hosts (RCA): free now, not at its end
+                profile.add(now, k[0], k[1] - h)
+                known[jid] = (k[0], h)
+                early = True
             continue
         r = reserved.pop(jid, None)
         if r is not None:  # started at its reservation: the profile already holds it

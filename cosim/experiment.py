@@ -1,0 +1,214 @@
+"""One run of cosim from options to output files, and the main job (the RCA comparison).
+
+`RunOptions` is everything ``cosim run`` takes. `execute` reads the workload, simulates it —
+batch-only (`cosim.bls.simulate_batch`) when every job is rigid, co-simulated
+(`cosim.runner.cosimulate`) when some job runs an app model — and returns a `RunRecord`;
+`write_outputs` writes ``jobs.csv``, ``schedule.swf`` and ``summary.json`` (last, marking a
+complete run) atomically. `plan` gives the runs of a command: the main job (``cosim run``
+without a workload) is ESP-Mandelbrot on ib256, FCFS + EASY, STATIC, RCA off then on. `prepare`
+validates a run on every rank before MPI is touched; under MPI, rank 0 `execute`s it with the
+communicator while ranks 1..K-1 `serve_als` it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from cosim.errors import InputError
+from cosim.paths import TRACES_DIR
+
+__all__ = ["RunOptions", "RunRecord", "Prepared", "prepare", "execute", "serve_als", "plan",
+           "default_out", "main_out", "write_outputs", "MAIN_WORKLOAD"]
+
+MAIN_WORKLOAD = TRACES_DIR / "esp-mandelbrot.swf"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """The options of ``cosim run`` (see ``cosim run --help``)."""
+
+    workload: str
+    platform: str = "ib256"
+    hosts: int | None = None
+    batch: str = "easy"
+    priority: str = "fcfs"
+    selection: str = "first-fit"
+    walltime_kill: bool = True
+    procs_field: str = "requested"
+    lenient: bool = False
+    technique: str = "STATIC"
+    technique_params: Mapping[str, str] = field(default_factory=dict)
+    rca: str = "off"
+    app_overrides: Mapping[str, str] = field(default_factory=dict)
+    quantum_s: float = 0.0
+    seed: int = 0
+    out: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRecord:
+    """What a run produced: its summary (config, metrics, statistics) and outcomes."""
+
+    summary: dict[str, Any]
+    outcomes: tuple
+    header: tuple
+    cores_per_host: int
+
+
+def _rejected(workload):
+    from cosim.workload.jobs import JobOutcome
+
+    return tuple(JobOutcome(job=j, start=None, end=None, hosts=(), status="rejected")
+                 for j in workload.rejected)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared:
+    """A validated run: its options, inputs and configurations (no simulation yet)."""
+
+    opt: RunOptions
+    platform: Any
+    n_hosts: int
+    cores_per_host: int
+    workload: Any
+    batch: Any
+    als: Any
+
+    @property
+    def coupled(self) -> bool:
+        """True when some job runs an app model (the run needs the application level)."""
+        return any(j.app != "rigid" for j in self.workload.jobs)
+
+
+def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepared:
+    """Validate `opt` and read its inputs; every bad input raises `InputError` here, before
+    any simulation (and, under MPI, on every rank before MPI is used)."""
+    from cosim.als.manager import AlsConfig
+    from cosim.als.runtime import Comm
+    from cosim.als.techniques import get, make_params
+    from cosim.bls import BatchConfig
+    from cosim.platform import load_platform
+    from cosim.workload.swf import read_swf
+
+    if opt.quantum_s < 0:
+        raise InputError("the quantum must be >= 0 seconds", field="quantum")
+    if opt.seed < 0:
+        raise InputError("the seed must be >= 0", field="seed")
+    technique = get(opt.technique)
+    make_params(technique, opt.technique_params)
+    platform = load_platform(opt.platform)
+    n_hosts = platform.n_hosts if opt.hosts is None else opt.hosts
+    if not 1 <= n_hosts <= platform.n_hosts:
+        raise InputError(f"{n_hosts} hosts asked, the platform {platform.name!r} has "
+                         f"{platform.n_hosts}", field="hosts")
+    cores = {h.cores for h in platform.hosts[:n_hosts]}
+    if len(cores) != 1:
+        raise InputError("hosts with different core counts are not supported by the batch "
+                         "level yet", field="platform")
+    (cores_per_host,) = cores
+    workload = read_swf(opt.workload, cores_per_host=cores_per_host, max_hosts=n_hosts,
+                        procs_field=opt.procs_field, lenient=opt.lenient, warn=warn)
+    if not workload.jobs:
+        raise InputError("no job to simulate", file=opt.workload)
+    batch = BatchConfig(priority=opt.priority,
+                        backfill="none" if opt.batch == "fcfs" else opt.batch,
+                        selection=opt.selection, walltime_kill=opt.walltime_kill,
+                        rca=opt.rca != "off")
+    als = AlsConfig(technique=technique, params=dict(opt.technique_params), comm=Comm(),
+                    app_overrides=dict(opt.app_overrides), seed=opt.seed)
+    return Prepared(opt=opt, platform=platform, n_hosts=n_hosts,
+                    cores_per_host=cores_per_host, workload=workload, batch=batch, als=als)
+
+
+def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = None, *,
+            comm: Any = None, rank0_apps: bool = False) -> RunRecord:
+    """Simulate a prepared run (no file is written); with `comm` (K > 1 ranks) the apps are
+    simulated on ranks 1..K-1, which must be running `serve_als` on the same run."""
+    from cosim.bls import simulate_batch
+    from cosim.core.clock import to_ticks
+    from cosim.output.metrics import summary as metrics_summary
+    from cosim.runner import cosimulate
+
+    p = run if isinstance(run, Prepared) else prepare(run, warn)
+    opt = p.opt
+    t0 = time.perf_counter()
+    if p.coupled:
+        result = cosimulate(p.workload.jobs, platform=p.platform, n_hosts=p.n_hosts,
+                            batch=p.batch, als=p.als, quantum=to_ticks(opt.quantum_s),
+                            comm=comm, rank0_apps=rank0_apps)
+    else:
+        result = simulate_batch(p.workload.jobs, n_hosts=p.n_hosts,
+                                cores_per_host=p.cores_per_host, config=p.batch)
+    wall = time.perf_counter() - t0
+    outcomes = tuple(result.outcomes) + _rejected(p.workload)
+    w = p.workload
+    summary = {
+        "workload": str(opt.workload),
+        "platform": p.platform.name,
+        "hosts": p.n_hosts,
+        "batch": opt.batch,
+        "priority": opt.priority,
+        "selection": opt.selection,
+        "walltime_kill": opt.walltime_kill,
+        "technique": p.als.technique.name if p.coupled else None,
+        "rca": opt.rca,
+        "quantum_s": opt.quantum_s,
+        **metrics_summary(outcomes, p.n_hosts),
+        "skipped": {"runtime": w.skipped_runtime, "cancelled": w.skipped_cancelled,
+                    "no_procs": w.skipped_procs, "too_big": w.rejected_too_big,
+                    "bad_lines": w.bad_lines},
+        "stats": {k: getattr(result.stats, k) for k in result.stats.__dataclass_fields__},
+        "wall_s": wall,
+    }
+    return RunRecord(summary=summary, outcomes=outcomes, header=w.header,
+                     cores_per_host=p.cores_per_host)
+
+
+def serve_als(run: Prepared, comm: Any) -> None:
+    """The part of an ALS rank (1..K-1) in a prepared run: simulate the apps rank 0 sends."""
+    if not run.coupled:
+        return  # a batch-only run happens on rank 0 alone
+    from cosim.als.manager import AppSimulator
+    from cosim.transport.mpi import serve
+
+    serve(comm, lambda: AppSimulator(platform=run.platform, config=run.als))
+
+
+def plan(opt: RunOptions) -> list[RunOptions]:
+    """The runs of ``cosim run``: one, or for the main job RCA off then RCA yield."""
+    if opt.workload:
+        return [opt]
+    main = replace(opt, workload=str(MAIN_WORKLOAD))
+    return [replace(main, rca="off"), replace(main, rca="yield")]
+
+
+def default_out(opt: RunOptions) -> Path:
+    """``runs/<workload>-<batch>-<priority>[-<technique>-rca-<rca>]``."""
+    stem = Path(opt.workload).name.split(".")[0]
+    name = f"{stem}-{opt.batch}-{opt.priority}"
+    if opt.rca != "off" or opt.technique != "STATIC":
+        name += f"-{opt.technique}-rca-{opt.rca}"
+    return Path("runs") / name
+
+
+def write_outputs(record: RunRecord, out: Path) -> None:
+    """``jobs.csv``, ``schedule.swf``, then ``summary.json`` under `out`, each atomically."""
+    from cosim.output.runfiles import write_jobs_csv, write_summary
+    from cosim.workload.swf_write import write_swf
+
+    write_jobs_csv(out / "jobs.csv", record.outcomes)
+    write_swf(out / "schedule.swf", record.outcomes, header=record.header,
+              cores_per_host=record.cores_per_host)
+    record.summary["out"] = str(out)
+    write_summary(out / "summary.json", record.summary)
+
+
+def main_out(opt: RunOptions, rca: str) -> Path:
+    """Output directory of one run of the main job."""
+    base = Path(opt.out) if opt.out else Path("runs") / (
+        f"main-{Path(MAIN_WORKLOAD).name.split('.')[0]}-{opt.technique}")
+    return base / f"rca-{rca}"

@@ -1,0 +1,195 @@
+"""The MPI transport: the batch level on rank 0, simulated apps spread over ranks 1..K-1.
+
+This is the only module that imports mpi4py. A round is exactly two collectives on the
+communicator: rank 0 scatters a `RoundMessage` (grant + the commands routed to each rank) and
+gathers one `Reply` per rank. Rank 0 keeps the rigid apps (and, with ``rank0_apps``, a share of
+the simulated ones) and does its local work between the scatter and the gather; an error there
+is raised only after the gather, so the collectives always match. An ALS rank that fails
+answers every later round with its error until the stop; rank 0 raises it (an `InputError`
+stays an input error: exit status 2), and `close` sends the stop in a `finally`, so the whole
+run ends within a round, never hanging. A handshake checks `PROTOCOL_VERSION` first.
+
+A new app goes to the candidate rank with the least predicted remaining work, ties to the
+lower rank: a job's prediction is ``pes x`` its ideal run time (``total_flop / (pes x
+speed)``, or its walltime estimate when the app has no ``total_flop``) left after `now`.
+Which rank simulates an app never changes its facts, so results do not depend on K.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from mpi4py import MPI
+
+from cosim.als.manager import AppSimulator
+from cosim.bls.rigid import RigidApps
+from cosim.errors import CosimError, InputError, ProtocolError
+from cosim.platform import Platform
+from cosim.protocol.messages import AppCompleted, Command, Fact, StartApp
+from cosim.transport.base import (
+    PROTOCOL_VERSION, AlsTotals, Kind, Reply, RoundMessage, merge_facts,
+)
+from cosim.transport.loopback import route
+
+__all__ = ["world", "MpiAls", "serve"]
+
+_RIGID = -1
+
+
+def world() -> MPI.Comm:
+    """The world communicator (MPI is initialised on first use)."""
+    return MPI.COMM_WORLD
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _raise(rank: int, error: str) -> None:
+    kind, _, message = error.partition(": ")
+    if kind == "InputError":
+        raise InputError(message)
+    raise CosimError(f"ALS rank {rank} failed: {error}")
+
+
+class MpiAls:
+    """Rank 0's view of the ALS ranks (see the module docstring)."""
+
+    def __init__(self, comm: MPI.Comm, *, rigid: RigidApps, local: AppSimulator | None,
+                 platform: Platform) -> None:
+        self.comm = comm
+        self.rigid = rigid
+        self.local = local
+        self.platform = platform
+        self._closed = False
+        self._where: dict[int, int] = {}
+        self._now = 0
+        self._ranks = ([0] if local is not None else []) + list(range(1, comm.size))
+        if not self._ranks:
+            raise ValueError("no rank can simulate apps: run with more ranks or rank0_apps")
+        self._load: dict[int, dict[int, tuple[int, int]]] = {r: {} for r in self._ranks}
+        self._wall = 0.0
+        comm.bcast(RoundMessage(kind=Kind.HELLO), root=0)
+        for rank, reply in enumerate(comm.gather(Reply(), root=0)):
+            if rank and reply.version != PROTOCOL_VERSION:
+                self.close()
+                raise ProtocolError(f"ALS rank {rank} speaks protocol {reply.version}, "
+                                    f"rank 0 speaks {PROTOCOL_VERSION}")
+
+    def _choose(self, cmd: StartApp) -> int:
+        if cmd.app == "rigid":
+            return _RIGID
+        now = self._now
+        best = min(self._ranks, key=lambda r: (sum(p * max(0, e - now) for e, p in
+                                                   self._load[r].values()), r))
+        speed = self.platform.hosts[cmd.hosts[0]].speed
+        flop = dict(cmd.params).get("total_flop")
+        ideal = float(flop) / (cmd.pes * speed) if flop else 1.0
+        self._load[best][cmd.job_id] = (now + round(ideal * 1e9), cmd.pes)
+        return best
+
+    def round(self, grant: int, commands: Sequence[Command]) -> tuple[list[Fact], int | None]:
+        t0 = time.perf_counter()
+        self._now = grant
+        parts = route(commands, self._where, self._choose)
+        msgs = [None] + [RoundMessage(kind=Kind.ROUND, grant=grant,
+                                      commands=tuple(parts.get(r, ())))
+                         for r in range(1, self.comm.size)]
+        self.comm.scatter(msgs, root=0)
+        local_error: BaseException | None = None
+        own: list[list[Fact]] = []
+        promises: list[int] = []
+        try:
+            if parts.get(_RIGID):
+                self.rigid.apply(parts[_RIGID])
+            own.append(self.rigid.advance(grant))
+            promises.append(self.rigid.promise())
+            if self.local is not None:
+                if parts.get(0):
+                    self.local.apply(parts[0])
+                own.append(self.local.advance(grant))
+                promises.append(self.local.promise())
+        except Exception as exc:  # noqa: BLE001 - re-raised after the gather
+            local_error = exc
+        replies = self.comm.gather(None, root=0)
+        if local_error is not None:
+            raise local_error
+        for rank, reply in enumerate(replies[1:], start=1):
+            if reply.error is not None:
+                _raise(rank, reply.error)
+            own.append(list(reply.facts))
+            promises.append(reply.promise)
+        facts = merge_facts(own)
+        for f in facts:
+            if isinstance(f, AppCompleted):
+                r = self._where.get(f.job_id)
+                if r is not None and r != _RIGID:
+                    self._load[r].pop(f.job_id, None)
+        known = [p for p in promises if p is not None]
+        self._wall += time.perf_counter() - t0
+        return facts, min(known) if known else None
+
+    def finish(self) -> AlsTotals:
+        totals = self._stop()
+        loops: dict[int, object] = {}
+        chunk_events = apps = 0
+        wall: dict[int, float] = {0: self._wall}
+        parts = list(totals[1:])
+        if self.local is not None:
+            parts.insert(0, AlsTotals(loops=self.local.results,
+                                      chunk_events=self.local.chunk_events,
+                                      apps=self.local.apps_started))
+        for rank, t in enumerate(totals[1:], start=1):
+            wall[rank] = t.wall_s.get(rank, 0.0)
+        for t in parts:
+            loops.update(t.loops)
+            chunk_events += t.chunk_events
+            apps += t.apps
+        return AlsTotals(loops=dict(sorted(loops.items())), chunk_events=chunk_events,
+                         apps=apps, wall_s=wall)
+
+    def _stop(self) -> list:
+        self._closed = True
+        self.comm.scatter([None] + [RoundMessage(kind=Kind.STOP)] * (self.comm.size - 1),
+                          root=0)
+        return self.comm.gather(None, root=0)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._stop()
+
+
+def serve(comm: MPI.Comm, make_apps: Callable[[], AppSimulator]) -> None:
+    """The loop of an ALS rank for one co-simulation: answer rounds until the stop."""
+    hello = comm.bcast(None, root=0)
+    comm.gather(Reply(version=PROTOCOL_VERSION), root=0)
+    if hello.version != PROTOCOL_VERSION:
+        error = f"ProtocolError: protocol {hello.version} asked, rank speaks {PROTOCOL_VERSION}"
+    else:
+        error = None
+    apps: AppSimulator | None = None
+    wall = 0.0
+    while True:
+        msg = comm.scatter(None, root=0)
+        if msg.kind == Kind.STOP:
+            totals = AlsTotals() if apps is None else AlsTotals(
+                loops=apps.results, chunk_events=apps.chunk_events, apps=apps.apps_started,
+                wall_s={comm.rank: wall})
+            comm.gather(totals, root=0)
+            return
+        if error is not None:
+            comm.gather(Reply(error=error), root=0)
+            continue
+        t0 = time.perf_counter()
+        try:
+            if apps is None:
+                apps = make_apps()
+            apps.apply(msg.commands)
+            facts = apps.advance(msg.grant)
+            reply = Reply(facts=tuple(facts), promise=apps.promise())
+        except Exception as exc:  # noqa: BLE001 - reported to rank 0, which stops the run
+            error = _error(exc)
+            reply = Reply(error=error)
+        wall += time.perf_counter() - t0
+        comm.gather(reply, root=0)
