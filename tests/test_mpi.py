@@ -7,6 +7,7 @@ or set order would show as a disagreement.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -36,3 +37,55 @@ def test_three_ranks_give_the_in_process_result():
     _, digest, _, size = line[0].split()
     assert size == "3"
     assert digest == loop_digest(seed=5)
+
+
+def _mpi_run(tmp_path, k, *extra, timeout=300):
+    cmd = [str(MPIEXEC), "-n", str(k), sys.executable, "-m", "cosim", "run", *extra]
+    env = dict(os.environ)
+    env["COSIM_CACHE_DIR"] = str(tmp_path / "cache")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=tmp_path)
+
+
+def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path):
+    from cosim.cli import main
+
+    esp = tmp_path / "esp16.swf"
+    assert main(["workload", "esp", "--app", "mandelbrot", "--hosts", "16", "--seed", "2",
+                 "-o", str(esp)]) == 0
+    outs = {}
+    for k in (1, 2, 3):
+        out = tmp_path / f"n{k}"
+        proc = _mpi_run(tmp_path, k, "--workload", str(esp), "--hosts", "16",
+                        "--technique", "AF", "--rca", "yield", "--app-overrides", "width=48",
+                        "--out", str(out), "--json")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        summary = json.loads(proc.stdout)
+        assert summary["stats"]["ranks"] == k
+        metrics = {key: v for key, v in summary.items() if key not in ("stats", "wall_s", "out")}
+        outs[k] = ((out / "jobs.csv").read_bytes(), (out / "schedule.swf").read_bytes(), metrics)
+    assert outs[1] == outs[2] == outs[3]
+    assert outs[1][2]["lends"] > 0  # RCA really lent hosts in this scenario
+
+
+def test_failure_on_an_als_rank_ends_the_run_quickly(tmp_path):
+    from cosim.cli import main
+
+    esp = tmp_path / "esp16.swf"
+    assert main(["workload", "esp", "--app", "mandelbrot", "--hosts", "16", "-o",
+                 str(esp)]) == 0
+    # an app parameter only the application level checks, when the first app starts
+    proc = _mpi_run(tmp_path, 3, "--workload", str(esp), "--hosts", "16",
+                    "--app-overrides", "max_iter=-5", "--out", str(tmp_path / "bad"),
+                    timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert lines == [lines[0]] and "max_iter must be >= 1" in lines[0]  # printed once
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "bad").exists()
+
+
+def test_bad_input_under_mpi_is_reported_once(tmp_path):
+    proc = _mpi_run(tmp_path, 3, "--workload", str(tmp_path / "missing.swf"), timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.count("cosim: error:") == 1 and "missing.swf" in proc.stderr

@@ -9,6 +9,7 @@ scheduler with it exactly as `simulate_batch` (and the co-simulation runner) do.
 from __future__ import annotations
 
 import csv
+import itertools
 import random
 from collections import defaultdict
 
@@ -91,7 +92,19 @@ class ScriptedApps:
         return facts
 
 
-def drive(jobs, n_hosts, config, yields, cores=1):
+def check_state(state):
+    """Counters agree with the arrays; free hosts + hosts freed at the ends = the machine."""
+    free = state.free_mask()
+    owner, user = state.owner, state.user
+    assert state.free_hosts == int(free.sum()) == int((user < 0).sum())
+    assert state.lendable == int(((owner >= 0) & (user < 0)).sum())
+    assert state.free_hosts + sum(h for _, _, h, _ in state.running_ends()) == state.n_hosts
+    assert set(owner[owner >= 0].tolist()) <= set(state.running)
+    assert set(user[user >= 0].tolist()) == {j for j, a in state.running.items()
+                                             if any(user[h] == j for h in a.hosts)}
+
+
+def drive(jobs, n_hosts, config, yields, cores=1, check=False):
     """Run the scheduler with scripted apps, as `simulate_batch` does; returns the scheduler."""
     order = sorted(jobs, key=lambda j: (j.submit, j.id))
     sched = BatchScheduler(cores=[cores] * n_hosts, config=config)
@@ -115,6 +128,8 @@ def drive(jobs, n_hosts, config, yields, cores=1):
         commands = sorted(commands + sched.schedule(t), key=lambda c: c.job_id)
         if commands:
             apps.apply(commands)
+        if check:
+            check_state(sched.state)
     assert sched.idle
     return sched
 
@@ -266,10 +281,11 @@ def test_yield_rules_and_errors():
     sched.submit([job(1, 0, 2, 50, 10), job(2, 0, 1, 5)], 0)
     sched.schedule(0)
     with pytest.raises(ProtocolError, match="does not hold"):
-        sched.handle([HostsYielded(time=1, job_id=1, hosts=(2,))])  # job 2's host
+        sched.handle([HostsYielded(time=1, job_id=1, hosts=(1, 2))])  # 2 is job 2's host
     with pytest.raises(ProtocolError, match="not running"):
         sched.handle([HostsYielded(time=1, job_id=7, hosts=(0,))])
-    sched.handle([HostsYielded(time=1, job_id=1, hosts=(1,))])
+    sched.handle([HostsYielded(time=1, job_id=1, hosts=(1,))])  # nothing applied above
+    assert sched.state.free_mask().tolist() == [False, True, False]
     with pytest.raises(ProtocolError, match="twice"):
         sched.handle([HostsYielded(time=2, job_id=1, hosts=(1,))])
     # a completed job's late yield and a killed job's yield are ignored
@@ -388,11 +404,10 @@ def check_rca(jobs, n_hosts, config, yields, sched):
     for table in (use, acct):  # no host used (or charged) by two jobs at once
         for h, spans in table.items():
             spans.sort()
-            for (_, b, x), (c, _, y) in zip(spans, spans[1:]):
+            for (_, b, x), (c, _, y) in itertools.pairwise(spans):
                 assert c >= b, (h, x, y)
-    ran = [o for o in outs]
-    if ran:  # utilization is exactly the charged host-time, each host-time once
-        span = max(o.end for o in ran) - min(o.start for o in ran)
+    if outs:  # utilization is exactly the charged host-time, each host-time once
+        span = max(o.end for o in outs) - min(o.start for o in outs)
         if span > 0:
             charged = sum(b - a for spans in acct.values() for a, b, _ in spans)
             assert utilization(outs, n_hosts) == pytest.approx(charged / (n_hosts * span))
@@ -412,8 +427,12 @@ def test_invariants_with_random_yields(backfill, selection, kill, data):
     classic = [(o.start, o.end, o.hosts, o.status) for o in plain.outcomes]
     for rca in (False, True):
         config = cfg(rca, backfill, selection=selection, walltime_kill=kill)
-        sched = drive(jobs, n_hosts, config, yields)
+        sched = drive(jobs, n_hosts, config, yields, check=True)
         check_rca(jobs, n_hosts, config, yields, sched)
+        if kill and backfill != "none" and all(j.priority == 0 for j in jobs):
+            # yields only free hosts earlier: nobody starts after its first reservation
+            for jid, t in sched.first_reservation.items():
+                assert sched.outcomes[jid].start <= t, (jid, t)
         got = [(o.start, o.end, o.hosts, o.status) for o in outcomes(sched)]
         if not rca:  # yields are only recorded: exactly the classical schedule
             assert got == classic

@@ -213,17 +213,23 @@ class ClusterState:
         if now < alloc.start:
             raise ProtocolError(f"job {job_id} yields hosts at {now}, before its start")
         rec = self._rca.get(job_id)
-        if rec is None:
-            rec = self._rca[job_id] = _Rca()
+        seen = rec.yielded_set if rec is not None else set()
         user, lender = self.user, self._lender
-        made = 0
-        for h in hosts:
+        fact: set[int] = set()
+        for h in hosts:  # check everything before changing anything
             h = int(h)
-            if h in rec.yielded_set:
+            if h in seen or h in fact:
                 raise ProtocolError(f"job {job_id} yields host {h} twice")
             if not 0 <= h < self.n_hosts or user[h] != job_id:
                 raise ProtocolError(f"job {job_id} yields host {h}, which it does not hold")
-            rec.yielded_set.add(h)
+            fact.add(h)
+        if rec is None:
+            rec = self._rca[job_id] = _Rca()
+            seen = rec.yielded_set
+        made = 0
+        for h in hosts:
+            h = int(h)
+            seen.add(h)
             rec.yielded.append((h, now))
             if lend and h not in lender:  # its own host (a borrowed one is in `lender`)
                 user[h] = -1
@@ -274,7 +280,7 @@ class ClusterState:
                     self.lendable -= 1
                 else:  # a borrower keeps it; ownership returns to the system
                     lender[h] = -1
-            for h, a in rec.borrowed:
+            for h, _ in rec.borrowed:
                 if lender[h] < 0:  # its owner has ended: a plain free host
                     del lender[h]
                 else:  # its owner still runs: lendable again

@@ -66,7 +66,7 @@ def makespan(outcomes: Sequence[JobOutcome]) -> float:
 
 def _lent_back(ran: Sequence[JobOutcome]) -> int:
     """``sum_j L_j``: host-time owners gave away from their first lend to their end (ticks)."""
-    return sum(o.end - l for o in ran if o.lent for _, l in o.lent)  # type: ignore[operator]
+    return sum(o.end - t for o in ran if o.lent for _, t in o.lent)  # type: ignore[operator]
 
 
 def utilization(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
@@ -151,7 +151,7 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     t0, t1 = int(submit.min()), int(end.max())
     if t1 <= t0:
         return 0.0
-    lends = [l for o in ran if o.lent for _, l in o.lent]
+    lends = [t for o in ran if o.lent for _, t in o.lent]
     lent_at = np.asarray(lends, dtype=np.int64)
     lent_end = np.asarray([o.end for o in ran if o.lent for _ in o.lent], dtype=np.int64)
     ones = np.ones(len(lends), dtype=np.int64)
