@@ -150,9 +150,10 @@ def secs(pairs):
 
 # 4 hosts. A (job 1) holds all 4 on [0, 100) and reports hosts 2 and 3 out of work at 30.
 # B (job 2, 2 hosts, 20 s) arrives at 10. RCA on: B starts at 30 on the yielded hosts 2-3
-# (borrowed from A) and ends at 50; A is charged 4 x 100 - 2 x (100 - 30) = 260 host-s, B 40:
-# U = 300 / (4 x 100) = 0.75. RCA off: B waits for A's end, [100, 120) on hosts 0-1:
-# U = (400 + 40) / (4 x 120).
+# (borrowed from A) and ends at 50; A is busy 4 x 100 - 2 x (100 - 30) = 260 host-s (hosts 2-3
+# idle after their yield at 30), B 40: U = 300 / (4 x 100) = 0.75. RCA off: B waits for A's
+# end, [100, 120) on hosts 0-1; A is still busy only 260 host-s (the idle tail of its yielded
+# hosts is not computing), B 40: U = 300 / (4 x 120).
 YIELD_A = [job(1, 0, 4, 100), job(2, 10, 2, 20)]
 YIELDS_A = {1: [(30 * S, (2, 3))]}
 
@@ -173,7 +174,7 @@ def test_a_yield_lets_a_queued_job_start(backfill):
     a, b = outcomes(off)
     assert (b.start, b.end, b.hosts) == (100 * S, 120 * S, (0, 1))
     assert secs(a.yielded) == ((2, 30), (3, 30)) and a.lent == () and b.borrowed == ()
-    assert utilization(outcomes(off), 4) == pytest.approx(440 / 480)
+    assert utilization(outcomes(off), 4) == pytest.approx(300 / 480)
     # rca off is the classical schedule: the same as without any yield
     plain = simulate_batch(YIELD_A, n_hosts=4, config=cfg(False, backfill)).outcomes
     assert [(o.start, o.end, o.hosts) for o in plain] == [(o.start, o.end, o.hosts)
@@ -393,7 +394,8 @@ def check_rca(jobs, n_hosts, config, yields, sched):
         for h in o.hosts:
             stop = yielded[h] if config.rca and h in yielded and h not in borrowed else o.end
             use[h].append((o.start, stop, j.id))
-            acct[h].append((o.start, lent.get(h, o.end), j.id))
+            # busy (utilization): until the host's yield, if any, else the job's end
+            acct[h].append((o.start, min(yielded.get(h, o.end), o.end), j.id))
         for h, a in o.borrowed:  # lent only after the owner's yield, while the owner runs
             owner = by_id[a]
             assert a != j.id and h in owner.hosts and h not in dict(owner.borrowed)
@@ -406,7 +408,7 @@ def check_rca(jobs, n_hosts, config, yields, sched):
             spans.sort()
             for (_, b, x), (c, _, y) in itertools.pairwise(spans):
                 assert c >= b, (h, x, y)
-    if outs:  # utilization is exactly the charged host-time, each host-time once
+    if outs:  # utilization is exactly the busy host-time, each host-time once
         span = max(o.end for o in outs) - min(o.start for o in outs)
         if span > 0:
             charged = sum(b - a for spans in acct.values() for a, b, _ in spans)

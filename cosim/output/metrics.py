@@ -64,6 +64,12 @@ def makespan(outcomes: Sequence[JobOutcome]) -> float:
     return float(end.max() - submit.min()) / TICKS_PER_SECOND
 
 
+def _idle_tails(ran: Sequence[JobOutcome]) -> int:
+    """Host-time between each yield and its job's end (idle, not busy)."""
+    return sum(o.end - min(t, o.end) for o in ran if o.yielded  # type: ignore[operator]
+               for _, t in o.yielded)
+
+
 def _lent_back(ran: Sequence[JobOutcome]) -> int:
     """``sum_j L_j``: host-time owners gave away from their first lend to their end (ticks)."""
     return sum(o.end - t for o in ran if o.lent for _, t in o.lent)  # type: ignore[operator]
@@ -72,12 +78,17 @@ def _lent_back(ran: Sequence[JobOutcome]) -> int:
 def utilization(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     """System utilization, Eq. 1 of the RCA paper: busy host-time over the machine's time.
 
-    ``U = (sum_j h_j r_j - sum_j L_j) / (N (max_j e_j - min_j b_j))`` — busy host-time over
+    ``U = (sum_j h_j r_j - sum_j Y_j) / (N (max_j e_j - min_j b_j))`` — busy host-time over
     hosts x (last end - first start) (Eleliemy & Ciorba, "A resourceful coordination approach
-    for multilevel scheduling", arXiv:2103.05809, Eq. 1), each host-time counted once: a host
-    lent at l stops counting for its owner at l (L_j, module docstring) and counts for its
-    borrower. A yielded host that is not lent counts for its owner until the owner ends. 0.0
-    when no job ran or no time passed.
+    for multilevel scheduling", arXiv:2103.05809, Eq. 1). A host is busy for its job from the
+    job's start until the job ends or, if the job yielded it (every PE of the host out of
+    work, `JobOutcome.yielded`), until the yield tick: ``Y_j = sum over (host, y) in yielded_j
+    of (e_j - y)`` is the idle tail that is not busy. This holds with RCA off and on alike, so
+    the metric measures computing time: for a fixed amount of work, utilization goes up
+    exactly as the makespan goes down, as the RCA paper reports for its two metrics. A lent
+    host (lent after its yield) counts for its borrower while the borrower runs; each
+    host-time counts at most once. Rigid jobs never yield: for them this is the classic
+    allocated host-time. 0.0 when no job ran or no time passed.
     """
     ran = _ran(outcomes)
     _, start, end, hosts = _columns(ran)
@@ -86,7 +97,7 @@ def utilization(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     span = int(end.max() - start.min())
     if span <= 0:
         return 0.0
-    busy = _dot(hosts, end - start) - _lent_back(ran)
+    busy = _dot(hosts, end - start) - _idle_tails(ran)
     return busy / (n_hosts * span)
 
 
