@@ -22,16 +22,16 @@ from typing import Any
 
 from cosim.als.manager import AlsConfig, AppSimulator
 from cosim.als.runtime import LoopResult
-from cosim.bls import BatchConfig, BatchScheduler
+from cosim.bls.scheduler import BatchConfig, BatchScheduler
 from cosim.bls.rigid import RigidApps
 from cosim.errors import InputError, ProtocolError
 from cosim.platform import Platform
 from cosim.protocol.messages import Command
-from cosim.transport.base import AlsGroup
+from cosim.transport.base import AlsGroup, AlsTotals
 from cosim.transport.loopback import LocalAls
 from cosim.workload.jobs import Job, JobOutcome
 
-__all__ = ["CosimStats", "CosimResult", "cosimulate"]
+__all__ = ["CosimStats", "CosimResult", "cosimulate", "run_rounds"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +108,23 @@ def cosimulate(
         local = AppSimulator(platform=platform, config=als, cache_dir=cache_dir) \
             if rank0_apps else None
         group = MpiAls(comm, rigid=rigid, local=local, platform=platform)
+    rounds, facts_seen, wall_bls, totals = run_rounds(order, sched, group, quantum)
+    outcomes = tuple(sched.outcomes[j.id] for j in sorted(order, key=lambda j: j.id))
+    wall = time.perf_counter() - wall0
+    stats = CosimStats(rounds=rounds, passes=sched.passes, facts=facts_seen,
+                       chunk_events=totals.chunk_events, apps=totals.apps, wall_s=wall,
+                       wall_bls_s=wall_bls, wall_als_s=sum(totals.wall_s.values()),
+                       ranks=1 if comm is None else comm.size)
+    return CosimResult(outcomes=outcomes, stats=stats, loops=totals.loops)
+
+
+def run_rounds(order: Sequence[Job], sched: BatchScheduler, group: AlsGroup,
+               quantum: int = 0) -> tuple[int, int, float, AlsTotals]:
+    """The round loop (module docstring) over `group` until every job has ended.
+
+    `order` is the workload sorted by (submit, id). Returns the rounds, the facts handled, the
+    batch level's wall time and the group's totals; `group` is closed in every case.
+    """
     n, i, rounds, facts_seen = len(order), 0, 0, 0
     commands: list[Command] = []
     decided = 0
@@ -143,14 +160,8 @@ def cosimulate(
             decided = grant
             wall_bls += time.perf_counter() - t1
         if not sched.idle:
-            raise ProtocolError("co-simulation ended with jobs still queued or running")
+            raise ProtocolError("simulation ended with jobs still queued or running")
         totals = group.finish()
     finally:
         group.close()
-    outcomes = tuple(sched.outcomes[j.id] for j in sorted(order, key=lambda j: j.id))
-    wall = time.perf_counter() - wall0
-    stats = CosimStats(rounds=rounds, passes=sched.passes, facts=facts_seen,
-                       chunk_events=totals.chunk_events, apps=totals.apps, wall_s=wall,
-                       wall_bls_s=wall_bls, wall_als_s=sum(totals.wall_s.values()),
-                       ranks=1 if comm is None else comm.size)
-    return CosimResult(outcomes=outcomes, stats=stats, loops=totals.loops)
+    return rounds, facts_seen, wall_bls, totals

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from cosim.bls.rigid import RigidApps
 from cosim.bls.scheduler import BatchConfig, BatchScheduler
-from cosim.errors import InputError, ProtocolError
+from cosim.errors import InputError
 from cosim.workload.jobs import Job, JobOutcome
 
 __all__ = ["BatchStats", "BatchResult", "simulate_batch"]
@@ -111,33 +111,11 @@ def simulate_batch(
         dup = next(a for a, b in zip(ids, ids[1:]) if a == b)
         raise InputError(f"job id {dup} appears twice", field="id")
     sched = BatchScheduler(cores=[cores_per_host] * n_hosts, config=config)
-    apps = RigidApps({j.id: j.runtime for j in order})
-    n = len(order)
-    i = 0
-    rounds = 0
-    while True:
-        t = order[i].submit if i < n else None
-        for other in (sched.next_timer(), apps.promise()):
-            if other is not None and (t is None or other < t):
-                t = other
-        if t is None:
-            break
-        rounds += 1
-        sched.handle(apps.advance(t))
-        commands = sched.expire(t)
-        j = i
-        while j < n and order[j].submit == t:
-            j += 1
-        if j > i:
-            sched.submit(order[i:j], t)
-            i = j
-        starts = sched.schedule(t)
-        if starts:
-            commands = sorted(commands + starts, key=lambda c: c.job_id) if commands else starts
-        if commands:
-            apps.apply(commands)
-    if not sched.idle:
-        raise ProtocolError("simulation ended with jobs still queued or running")
+    from cosim.runner import run_rounds  # the one round loop (imported late: no cycle)
+    from cosim.transport.loopback import LocalAls
+
+    group = LocalAls(RigidApps({j.id: j.runtime for j in order}))
+    rounds, _, _, _ = run_rounds(order, sched, group)
     outcomes = tuple(sched.outcomes[j.id] for j in sorted(order, key=lambda j: j.id))
     stats = BatchStats(rounds=rounds, passes=sched.passes,
                        events=sched.facts + sched.submissions + sched.kills, facts=sched.facts,

@@ -34,9 +34,10 @@ def route(commands: Sequence[Command], where: dict[int, int], choose) -> dict[in
 
 
 class LocalAls:
-    """Rigid and simulated apps in this process (endpoint 0: rigid, 1: simulated)."""
+    """Rigid and simulated apps in this process (endpoint 0: rigid, 1: simulated; without an
+    `AppSimulator` every job must be rigid)."""
 
-    def __init__(self, rigid: RigidApps, apps: AppSimulator) -> None:
+    def __init__(self, rigid: RigidApps, apps: AppSimulator | None = None) -> None:
         self.rigid = rigid
         self.apps = apps
         self._where: dict[int, int] = {}
@@ -48,13 +49,22 @@ class LocalAls:
         if parts.get(0):
             self.rigid.apply(parts[0])
         if parts.get(1):
+            if self.apps is None:
+                raise ProtocolError(f"job {parts[1][0].job_id} runs an app model, but this "
+                                    "simulation has no application level")
             self.apps.apply(parts[1])
-        facts = merge_facts([self.rigid.advance(grant), self.apps.advance(grant)])
-        promises = [p for p in (self.rigid.promise(), self.apps.promise()) if p is not None]
+        facts = self.rigid.advance(grant)
+        promises = [self.rigid.promise()]
+        if self.apps is not None:
+            facts = merge_facts([facts, self.apps.advance(grant)])
+            promises.append(self.apps.promise())
+        promises = [p for p in promises if p is not None]
         self._wall += time.perf_counter() - t0
         return facts, min(promises) if promises else None
 
     def finish(self) -> AlsTotals:
+        if self.apps is None:
+            return AlsTotals(wall_s={0: self._wall})
         if self.apps.running:
             raise ProtocolError("apps still running at the end of the simulation")
         return AlsTotals(loops=dict(sorted(self.apps.results.items())),
