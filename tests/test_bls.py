@@ -15,7 +15,8 @@ from cosim.bls.policies import easy
 from cosim.bls.policies.base import PassView
 from cosim.bls.profile import Profile
 from cosim.bls.rigid import RigidApps
-from cosim.bls.state import ClusterState, spread_pes
+from cosim.bls.state import ClusterState
+from cosim.platform.allocation import spread_pes
 from cosim.core.engine import EventQueue
 from cosim.errors import InputError, ProtocolError
 from cosim.protocol.messages import AppCompleted, AppStarted, KillApp, StartApp

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim.errors import ProtocolError
+from cosim.platform.allocation import spread_pes
 from cosim.workload.jobs import Job
 
 __all__ = ["ClusterState", "Allocation", "Accounting", "spread_pes"]
@@ -82,12 +83,6 @@ class _Rca:
         return Accounting(yielded=tuple(sorted(self.yielded, key=lambda r: (r[1], r[0]))),
                           lent=tuple(sorted(self.lent, key=lambda r: (r[1], r[0]))),
                           borrowed=tuple(sorted(self.borrowed)))
-
-
-def spread_pes(pes: int, hosts: int) -> list[int]:
-    """PEs per host when `pes` are spread over `hosts` hosts: even, remainder on the first."""
-    base, extra = divmod(pes, hosts)
-    return [base + 1] * extra + [base] * (hosts - extra)
 
 
 class ClusterState:
