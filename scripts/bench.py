@@ -178,6 +178,33 @@ def _main(repeat):
     return rows
 
 
+@bench("mpi: ESP-Mandelbrot co-simulated with FAC2 on 1, 2 and 3 ranks (scaling; wall incl. start)")
+def _mpi(repeat):
+    import os
+    import subprocess
+    import sys
+
+    from cosim.paths import TRACES_DIR
+
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    rows = []
+    base = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in (1, 2, 3):
+            cmd = [str(mpiexec), "-n", str(k), sys.executable, "-m", "cosim", "run",
+                   "--workload", str(TRACES_DIR / "esp-mandelbrot.swf"), "--technique", "FAC2",
+                   "--out", str(Path(tmp) / f"n{k}")]
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
+            wall = time.perf_counter() - t0
+            if proc.returncode:
+                rows.append((f"{k} ranks: failed ({proc.stderr.strip()[:40]})", 0.0, "s", None))
+                continue
+            base = base or wall
+            rows.append((f"{k} ranks: wall (speedup {base / wall:.2f})", wall, "s", None))
+    return rows
+
+
 @bench("workload: ESP generation (230 jobs) and SWF writing")
 def _esp(repeat):
     from cosim.workload.esp import make_esp
