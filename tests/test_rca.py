@@ -323,8 +323,14 @@ def test_start_app_carries_the_app_and_its_parameters():
     j = Job(id=1, submit=0, hosts=1, pes=1, walltime=S, runtime=S, app="mandelbrot",
             app_params={"width": "64", "max_iter": "100"})
     sched.submit([j], 0)
+    # the command also announces the walltime kill (start + walltime), so the ALS never
+    # simulates the app past it; with walltime kill off there is no limit
     assert sched.schedule(0) == [StartApp(time=0, job_id=1, hosts=(0,), pes=1, app="mandelbrot",
-                                          params=(("max_iter", "100"), ("width", "64")))]
+                                          params=(("max_iter", "100"), ("width", "64")),
+                                          limit=S)]
+    off = BatchScheduler(cores=[1], config=BatchConfig(walltime_kill=False))
+    off.submit([j], 0)
+    assert off.schedule(0)[0].limit is None
 
 
 def test_jobs_csv_shows_owner_and_user(tmp_path):

@@ -62,7 +62,7 @@ class _App:
     """One running app and the facts it has produced but not yet reported."""
 
     __slots__ = ("job_id", "run", "host_of", "left", "last", "hosts_left", "pending",
-                 "seen", "min_asg", "kill_at", "ended", "seq")
+                 "seen", "min_asg", "kill_at", "ended", "seq", "limit")
 
     def __init__(self, job_id: int, run: LoopRun, host_of: list[int]) -> None:
         self.job_id = job_id
@@ -79,6 +79,7 @@ class _App:
         self.seen = 0  # done events of the run already turned into facts
         self.min_asg = run.min_assign_ticks
         self.kill_at = _NEVER
+        self.limit = _NEVER  # the announced walltime kill: never simulate past it
         self.ended = False
 
     def push(self, fact: Fact) -> None:
@@ -124,16 +125,18 @@ class _App:
             if self.ended and p is None:
                 return None
             nt = run.next_tick()
-            if nt is None or nt >= self.kill_at or (p is not None and nt + self.min_asg > p):
+            stop = min(self.kill_at, self.limit)
+            if nt is None or nt >= stop or (p is not None and nt + self.min_asg > p):
                 return p
             if p is None:
-                run.advance_to_done(self.kill_at)
+                run.advance_to_done(stop)
             else:
-                run.advance(min(p - self.min_asg + 1, self.kill_at))
+                run.advance(min(p - self.min_asg + 1, stop))
 
     def until(self, tick: int) -> list[Fact]:
         """Every pending fact stamped at or before `tick` (discovering as needed)."""
-        self.run.advance(min(tick - self.min_asg + 1, self.kill_at))  # never past a kill
+        # never past a kill, nor past the announced walltime kill
+        self.run.advance(min(tick - self.min_asg + 1, self.kill_at, self.limit))
         self.collect()
         out: list[Fact] = []
         while self.pending and self.pending[0][0][0] <= tick:
@@ -224,6 +227,8 @@ class AppSimulator:
                       rng=stream(self.config.seed, "technique", cmd.job_id),
                       record=self.config.record)
         app = _App(cmd.job_id, run, host_of)
+        if cmd.limit is not None:
+            app.limit = cmd.limit
         app.push(AppStarted(time=cmd.time, job_id=cmd.job_id))
         self._apps[cmd.job_id] = app
         self.apps_started += 1
@@ -239,6 +244,20 @@ class AppSimulator:
         app.push(AppCompleted(time=cmd.time, job_id=cmd.job_id, status="killed"))
 
     # -- time -------------------------------------------------------------------------------
+
+    def speculate(self, budget: int = 2000) -> bool:
+        """Run one app ahead by at most `budget` chunks (never past its walltime limit);
+        False when no app has anything left to simulate. Facts found stay pending until a
+        grant covers them, so speculation changes when work is done, never a result."""
+        for jid in sorted(self._apps):
+            app = self._apps[jid]
+            nt = app.run.next_tick()
+            if app.ended or nt is None or nt >= min(app.kill_at, app.limit):
+                continue
+            app.run.advance(min(app.kill_at, app.limit), budget)
+            app.collect()
+            return True
+        return False
 
     def promise(self) -> int | None:
         """Earliest tick of a fact any app here can still produce (exact), or None."""

@@ -301,8 +301,8 @@ class LoopRun:
         """True when every PE has been answered "done" or released in the last step."""
         return not self._heap and self._remaining == 0 and self._step == self.timesteps - 1
 
-    def advance(self, until: int) -> None:
-        """Serve every request whose serve tick is before `until`."""
+    def advance(self, until: int, budget: int = _NEVER) -> None:
+        """Serve every request whose serve tick is before `until` (at most `budget` chunks)."""
         heap = self._heap
         heappop = heapq.heappop
         heapreplace = heapq.heapreplace
@@ -323,11 +323,12 @@ class LoopRun:
         remaining = self._remaining
         n_chunks = self._n_chunks
         to_lists = _LIST_AFTER if isinstance(pref, np.ndarray) else -1
+        stop_at = n_chunks + budget
         while heap:
             key = heap[0]
             t = key >> _SHIFT
             s = t if t > mfree else mfree
-            if s >= until:
+            if s >= until or n_chunks >= stop_at:
                 break
             rank = key & _MASK
             sent = t - req[rank]
@@ -346,7 +347,7 @@ class LoopRun:
                 self._n_chunks = n_chunks
                 self._answer_done(rank, s)
                 if self._step != step:  # a new step began: reload the step's state
-                    return self.advance(until)
+                    return self.advance(until, stop_at - n_chunks)
                 if self._stop_at_done:
                     return
                 continue

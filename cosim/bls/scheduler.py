@@ -286,6 +286,6 @@ class BatchScheduler:
             params = job.app_params
             out.append(StartApp(time=now, job_id=job.id, hosts=alloc.hosts, pes=job.pes,
                                 app=job.app, params=tuple(sorted(params.items())) if params
-                                else ()))
+                                else (), limit=now + job.walltime if self._kill else None))
         out.sort(key=lambda c: c.job_id)
         return out

@@ -70,12 +70,15 @@ class StartApp(Command):
 
     `app` and `params` are the job's app model and parameters (``Job.app``,
     ``Job.app_params`` as sorted pairs), so that an ALS rank needs nothing but the command.
+    `limit` is the tick of the walltime kill the batch level will send (None when walltime
+    kill is off): an ALS never simulates the app past it, however far it runs ahead.
     """
 
     hosts: tuple[int, ...]
     pes: int
     app: str = "rigid"
     params: tuple[tuple[str, str], ...] = ()
+    limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
