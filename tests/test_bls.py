@@ -327,13 +327,15 @@ def test_scheduler_takes_facts_and_emits_commands():
     sched = BatchScheduler(cores=[2, 2], config=BatchConfig())
     sched.submit([job(1, 0, 1, 10, 5, pes=2), job(2, 0, 2, 3)], 0)
     cmds = sched.schedule(0)
-    assert cmds == [StartApp(time=0, job_id=1, hosts=(0,), pes=2)]
+    # the start announces the walltime kill tick (start + walltime) to the ALS
+    assert cmds == [StartApp(time=0, job_id=1, hosts=(0,), pes=2, limit=5 * S)]
     assert sched.schedule(0) == []  # nothing changed: no second pass
     sched.handle([AppStarted(time=0, job_id=1)])
     assert sched.next_timer() == 5 * S and sched.schedule(0) == []
     assert sched.expire(5 * S) == [KillApp(time=5 * S, job_id=1)]
     assert sched.outcomes[1].status == "killed" and sched.state.free_hosts == 2
-    assert sched.schedule(5 * S) == [StartApp(time=5 * S, job_id=2, hosts=(0, 1), pes=2)]
+    assert sched.schedule(5 * S) == [StartApp(time=5 * S, job_id=2, hosts=(0, 1), pes=2,
+                                              limit=8 * S)]
     sched.handle([AppCompleted(time=5 * S, job_id=1, status="killed")])  # the confirmation
     with pytest.raises(ProtocolError, match="not running"):
         sched.handle([AppCompleted(time=6 * S, job_id=1)])

@@ -245,7 +245,7 @@ class AppSimulator:
 
     # -- time -------------------------------------------------------------------------------
 
-    def speculate(self, budget: int = 2000) -> bool:
+    def speculate(self, budget: int = 200) -> bool:
         """Run one app ahead by at most `budget` chunks (never past its walltime limit);
         False when no app has anything left to simulate. Facts found stay pending until a
         grant covers them, so speculation changes when work is done, never a result."""

@@ -1,10 +1,15 @@
 """The MPI transport: the batch level on rank 0, simulated apps spread over ranks 1..K-1.
 
-This is the only module that imports mpi4py. A round is exactly two collectives on the
-communicator: rank 0 scatters a `RoundMessage` (grant + the commands routed to each rank) and
-gathers one `Reply` per rank. Rank 0 keeps the rigid apps (and, with ``rank0_apps``, a share of
-the simulated ones) and does its local work between the scatter and the gather; an error there
-is raised only after the gather, so the collectives always match. An ALS rank that fails
+This is the only module that imports mpi4py. After a collective handshake, a round is one
+point-to-point `RoundMessage` from rank 0 to every ALS rank (grant + the commands routed to it,
+tag `TAG_DOWN`) and one `Reply` back (tag `TAG_UP`). Between rounds an ALS rank does not block:
+it runs its apps ahead (`AppSimulator.speculate`, a bounded number of chunks at a time) and
+checks for rank 0's next message in between, so the ranks simulate their apps in parallel
+while the protocol stays exact (speculation only finds facts earlier; they are reported when a
+grant covers them). Waiting sides poll with `os.sched_yield`, leaving the core to ranks that
+compute. Rank 0 keeps the rigid apps (and, with ``rank0_apps``, a share of the simulated ones)
+and does its local work after sending and before receiving; an error there is raised only
+after every reply is in, so no message is left unmatched. An ALS rank that fails
 answers every later round with its error until the stop; rank 0 raises it (an `InputError`
 stays an input error: exit status 2), and `close` sends the stop in a `finally`, so the whole
 run ends within a round, never hanging. A handshake checks `PROTOCOL_VERSION` first.
@@ -17,6 +22,7 @@ Which rank simulates an app never changes its facts, so results do not depend on
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 
@@ -35,6 +41,8 @@ from cosim.transport.loopback import route
 __all__ = ["world", "MpiAls", "serve"]
 
 _RIGID = -1
+TAG_DOWN = 2  # rank 0 -> ALS rank
+TAG_UP = 3  # ALS rank -> rank 0
 
 
 def world() -> MPI.Comm:
@@ -93,10 +101,9 @@ class MpiAls:
         t0 = time.perf_counter()
         self._now = grant
         parts = route(commands, self._where, self._choose)
-        msgs = [None] + [RoundMessage(kind=Kind.ROUND, grant=grant,
-                                      commands=tuple(parts.get(r, ())))
-                         for r in range(1, self.comm.size)]
-        self.comm.scatter(msgs, root=0)
+        for r in range(1, self.comm.size):
+            self.comm.send(RoundMessage(kind=Kind.ROUND, grant=grant,
+                                        commands=tuple(parts.get(r, ()))), dest=r, tag=TAG_DOWN)
         local_error: BaseException | None = None
         own: list[list[Fact]] = []
         promises: list[int] = []
@@ -112,7 +119,7 @@ class MpiAls:
                 promises.append(self.local.promise())
         except Exception as exc:  # noqa: BLE001 - re-raised after the gather
             local_error = exc
-        replies = self.comm.gather(None, root=0)
+        replies = self._receive_all()
         if local_error is not None:
             raise local_error
         for rank, reply in enumerate(replies[1:], start=1):
@@ -149,11 +156,24 @@ class MpiAls:
         return AlsTotals(loops=dict(sorted(loops.items())), chunk_events=chunk_events,
                          apps=apps, wall_s=wall)
 
+    def _receive_all(self) -> list:
+        """One message from every ALS rank (index = rank; index 0 unused)."""
+        out: list = [None] * self.comm.size
+        waiting = list(range(1, self.comm.size))
+        while waiting:
+            for r in list(waiting):
+                if self.comm.Iprobe(source=r, tag=TAG_UP):
+                    out[r] = self.comm.recv(source=r, tag=TAG_UP)
+                    waiting.remove(r)
+            if waiting:
+                os.sched_yield()
+        return out
+
     def _stop(self) -> list:
         self._closed = True
-        self.comm.scatter([None] + [RoundMessage(kind=Kind.STOP)] * (self.comm.size - 1),
-                          root=0)
-        return self.comm.gather(None, root=0)
+        for r in range(1, self.comm.size):
+            self.comm.send(RoundMessage(kind=Kind.STOP), dest=r, tag=TAG_DOWN)
+        return self._receive_all()
 
     def close(self) -> None:
         if not self._closed:
@@ -161,7 +181,8 @@ class MpiAls:
 
 
 def serve(comm: MPI.Comm, make_apps: Callable[[], AppSimulator]) -> None:
-    """The loop of an ALS rank for one co-simulation: answer rounds until the stop."""
+    """The loop of an ALS rank for one co-simulation: answer rounds until the stop, running
+    the apps ahead while rank 0 has nothing for this rank."""
     hello = comm.bcast(None, root=0)
     comm.gather(Reply(version=PROTOCOL_VERSION), root=0)
     if hello.version != PROTOCOL_VERSION:
@@ -171,15 +192,26 @@ def serve(comm: MPI.Comm, make_apps: Callable[[], AppSimulator]) -> None:
     apps: AppSimulator | None = None
     wall = 0.0
     while True:
-        msg = comm.scatter(None, root=0)
+        t0 = time.perf_counter()
+        while not comm.Iprobe(source=0, tag=TAG_DOWN):
+            busy = False
+            if apps is not None and error is None:
+                try:
+                    busy = apps.speculate()
+                except Exception as exc:  # noqa: BLE001 - reported with the next reply
+                    error = _error(exc)
+            if not busy:
+                os.sched_yield()
+        wall += time.perf_counter() - t0 if apps is not None else 0.0
+        msg = comm.recv(source=0, tag=TAG_DOWN)
         if msg.kind == Kind.STOP:
             totals = AlsTotals() if apps is None else AlsTotals(
                 loops=apps.results, chunk_events=apps.chunk_events, apps=apps.apps_started,
                 wall_s={comm.rank: wall})
-            comm.gather(totals, root=0)
+            comm.send(totals, dest=0, tag=TAG_UP)
             return
         if error is not None:
-            comm.gather(Reply(error=error), root=0)
+            comm.send(Reply(error=error), dest=0, tag=TAG_UP)
             continue
         t0 = time.perf_counter()
         try:
@@ -192,4 +224,4 @@ def serve(comm: MPI.Comm, make_apps: Callable[[], AppSimulator]) -> None:
             error = _error(exc)
             reply = Reply(error=error)
         wall += time.perf_counter() - t0
-        comm.gather(reply, root=0)
+        comm.send(reply, dest=0, tag=TAG_UP)
