@@ -289,7 +289,3 @@ class AppSimulator:
     def running(self) -> int:
         """Apps started and not yet ended here."""
         return len(self._apps)
-
-    def remaining_work(self) -> float:
-        """Unscheduled FLOP of the apps here (the coordinator balances ranks with it)."""
-        return float(sum(a.run.remaining_flop for a in self._apps.values()))

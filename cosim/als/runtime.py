@@ -230,11 +230,6 @@ class LoopRun:
             raise InputError(str(exc), field=self.technique.name) from None
 
     @property
-    def remaining_flop(self) -> float:
-        """FLOP of the iterations not yet handed out in this step."""
-        return float(self.costs.total - self.costs.prefix[self._n - self._remaining])
-
-    @property
     def speeds(self) -> tuple[float, ...]:
         """Nominal FLOP/s of every rank's PE (ranks added later included)."""
         return tuple(self._speeds)

@@ -6,12 +6,12 @@ never ran, are excluded from every metric and are counted on their own in `summa
 job counts with the time it actually ran (start to kill). Times are ticks inside, seconds out.
 Notation, for a job j that ran: submit s_j, start b_j, end e_j, hosts h_j, run time
 r_j = e_j - b_j, wait w_j = b_j - s_j, response (turnaround) R_j = e_j - s_j; N hosts.
-A metric of an empty set of jobs is 0.0. RCA lending (`JobOutcome.lent`, `.borrowed`): every
-host-time is accounted for at most once — a job accounts for each of its hosts from its start
-to its end, except that for a host it lent it stops at the first lend tick l (from then the
-borrower, whose `hosts` include the borrowed host, accounts for it while the borrower runs);
-``L_j = sum over (host, l) in lent_j of (e_j - l)`` is the host-time job j gave away. Without
-lending L_j = 0 and every formula is the classical one.
+A metric of an empty set of jobs is 0.0. RCA (`JobOutcome.yielded`, `.lent`, `.borrowed`):
+every host-time is accounted for at most once. `utilization` counts computing time — a host
+is busy for its job until the job ends or yields it; `loss_of_capacity` counts occupation — a
+host is occupied by its job until the job ends, except that a lent host stops counting for its
+owner at its first lend tick (the borrower, whose `hosts` include it, counts it while it runs).
+Without yields and lends every formula is the classical one.
 """
 
 from __future__ import annotations
@@ -68,11 +68,6 @@ def _idle_tails(ran: Sequence[JobOutcome]) -> int:
     """Host-time between each yield and its job's end (idle, not busy)."""
     return sum(o.end - min(t, o.end) for o in ran if o.yielded  # type: ignore[operator]
                for _, t in o.yielded)
-
-
-def _lent_back(ran: Sequence[JobOutcome]) -> int:
-    """``sum_j L_j``: host-time owners gave away from their first lend to their end (ticks)."""
-    return sum(o.end - t for o in ran if o.lent for _, t in o.lent)  # type: ignore[operator]
 
 
 def utilization(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
@@ -152,8 +147,8 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     integrated approach to parallel scheduling using gang-scheduling, backfilling and
     migration", IEEE TPDS 14(3), 2003), who define it as capacity lost to fragmentation: nodes
     empty while jobs wait. Definition recalled from the paper; its text could not be
-    re-read here. Busy hosts are counted as in `utilization`: a lent host stops being busy
-    for its owner at its first lend tick.
+    re-read here. Occupied hosts (module docstring): a host is occupied by its job until the
+    job ends, and a lent host stops counting for its owner at its first lend tick.
     """
     ran = _ran(outcomes)
     submit, start, end, hosts = _columns(ran)

@@ -38,7 +38,6 @@ class Job:
     group: int = -1
     queue: int = -1
     partition: int = -1
-    exclusion_ok: bool = False
     swf: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
