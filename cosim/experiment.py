@@ -57,6 +57,9 @@ class RunRecord:
     outcomes: tuple
     header: tuple
     cores_per_host: int
+    platform: Any = None
+    n_hosts: int = 0
+    loops: dict = field(default_factory=dict)
 
 
 def _rejected(workload):
@@ -165,7 +168,8 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
         "wall_s": wall,
     }
     return RunRecord(summary=summary, outcomes=outcomes, header=w.header,
-                     cores_per_host=p.cores_per_host)
+                     cores_per_host=p.cores_per_host, platform=p.platform, n_hosts=p.n_hosts,
+                     loops=dict(getattr(result, "loops", {})))
 
 
 def serve_als(run: Prepared, comm: Any) -> None:
