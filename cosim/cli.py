@@ -97,9 +97,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="DLS technique of the co-simulated apps (default STATIC)")
     run.add_argument("--param", action="append", metavar="K=V", default=[],
                      help="technique parameter (repeatable)")
-    run.add_argument("--rca", choices=("off", "yield"), default="off",
+    run.add_argument("--rca", choices=("off", "yield", "full"), default="off",
                      help="RCA: yield = hosts whose PEs ran out of work are lent to queued "
-                     "jobs (default off)")
+                     "jobs; full = yield, and running apps are asked to give up hosts the "
+                     "head of the queue lacks (default off)")
+    run.add_argument("--exclusion-ok", choices=("trace", "all", "none"), default="trace",
+                     help="--rca full: which jobs may be asked for hosts: as the workload "
+                     "says (CosimApp exclusion_ok=1; default), all or none")
+    run.add_argument("--max-slowdown", type=float, default=0.10, metavar="F",
+                     help="--rca full: an app gives up hosts when its predicted run time "
+                     "grows by at most F (default 0.10)")
+    run.add_argument("--exclusion-max-short", type=float, default=0.25, metavar="F",
+                     help="--rca full: ask only when the head job lacks at most F of its "
+                     "hosts (default 0.25)")
     run.add_argument("--app-overrides", action="append", metavar="K=V", default=[],
                      help="app-model parameter for every co-simulated job (repeatable)")
     run.add_argument("--quantum", type=float, default=0.0, metavar="S",
@@ -129,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     esp.add_argument("--arrival", choices=("esp", "zero"), default="esp")
     esp.add_argument("--walltime-factor", type=float, default=3.0, metavar="F",
                      help="requested time = ceil(F x target run time) (default 3)")
+    esp.add_argument("--exclusion-ok", action="store_true",
+                     help="mark every job as willing to give up hosts when asked (RCA "
+                     "exclusion requests, cosim run --rca full)")
     esp.add_argument("-o", "--out", required=True, metavar="FILE.swf")
     esp.set_defaults(handler=_cmd_workload_esp)
     return parser
@@ -210,6 +223,8 @@ def _run_options(args: argparse.Namespace, workload: str):
         walltime_kill=args.walltime_kill == "on", procs_field=args.procs_field,
         lenient=args.lenient, technique=args.technique,
         technique_params=parse_pairs(args.param, option="param"), rca=args.rca,
+        exclusion_ok=args.exclusion_ok, max_slowdown=args.max_slowdown,
+        exclusion_max_short=args.exclusion_max_short,
         app_overrides=parse_pairs(args.app_overrides, option="app-overrides"),
         quantum_s=args.quantum, seed=args.seed, out=args.out)
 
@@ -282,8 +297,20 @@ def _print_comparison(rows: list[dict]) -> None:
         if key != "wall_s" and all(isinstance(v, (int, float)) for v in vals) and vals[0]:
             change = f"{(vals[1] - vals[0]) / vals[0]:+.1%}"
         print(f"{label:<24}{cells}{change:>10}")
-    print(f"outputs in {Path(rows[0]['out']).parent}/ (rca-off, rca-yield: jobs.csv, "
-          "schedule.swf, summary.json)")
+    if any(r["rca"] == "full" for r in rows):
+        cells = "".join(f"{_exclusions(r):>14}" for r in rows)
+        print(f"{'hosts excluded (asked)':<24}{cells}")
+    print(f"outputs in {Path(rows[0]['out']).parent}/ "
+          f"({', '.join('rca-' + r['rca'] for r in rows)}: jobs.csv, schedule.swf, "
+          "summary.json)")
+
+
+def _exclusions(s: dict) -> str:
+    """``hosts excluded (requests)`` of an RCA full run, '-' otherwise."""
+    st = s.get("stats", {})
+    if s.get("rca") != "full":
+        return "-"
+    return f"{st.get('hosts_excluded', 0):,} ({st.get('exclusion_requests', 0):,})"
 
 
 def _print_run(s: dict) -> None:
@@ -303,6 +330,9 @@ def _print_run(s: dict) -> None:
     if s.get("technique"):
         print(f"  {'technique, RCA':<22} {s['technique']}, {s['rca']} "
               f"({s.get('yields', 0):,} hosts yielded, {s.get('lends', 0):,} lent)")
+    if s.get("rca") == "full":
+        print(f"  {'exclusions':<22} {_exclusions(s)} hosts excluded (requests), "
+              f"{s['stats'].get('rollbacks', 0):,} rollbacks")
     print(f"  outputs in {s['out']}/ (jobs.csv, schedule.swf, summary.json)")
 
 
@@ -313,7 +343,7 @@ def _cmd_workload_esp(args: argparse.Namespace) -> int:
         raise InputError("the seed must be >= 0", field="seed")
     w = make_esp(app=args.app, out=args.out, seed=args.seed, hosts=args.hosts,
                  arrival=args.arrival, platform=args.platform,
-                 walltime_factor=args.walltime_factor)
+                 walltime_factor=args.walltime_factor, exclusion_ok=args.exclusion_ok)
     print(f"wrote {args.out}: {len(w.jobs)} ESP-{args.app} jobs, T_min "
           f"{w.t_min / 1e9:,.1f} s, {w.initial_block} jobs at t=0 ({args.arrival} arrival)")
     return 0

@@ -25,6 +25,8 @@ __all__ = ["RunOptions", "RunRecord", "Prepared", "prepare", "execute", "serve_a
            "default_out", "main_out", "write_outputs", "MAIN_WORKLOAD"]
 
 MAIN_WORKLOAD = TRACES_DIR / "esp-mandelbrot.swf"
+RCA_MODES = ("off", "yield", "full")
+EXCLUSION_HINTS = ("trace", "all", "none")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,6 +45,9 @@ class RunOptions:
     technique: str = "STATIC"
     technique_params: Mapping[str, str] = field(default_factory=dict)
     rca: str = "off"
+    exclusion_ok: str = "trace"
+    max_slowdown: float = 0.10
+    exclusion_max_short: float = 0.25
     app_overrides: Mapping[str, str] = field(default_factory=dict)
     quantum_s: float = 0.0
     seed: int = 0
@@ -113,16 +118,32 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
         raise InputError("hosts with different core counts are not supported by the batch "
                          "level yet", field="platform")
     (cores_per_host,) = cores
+    if opt.rca not in RCA_MODES:
+        raise InputError(f"unknown RCA mode {opt.rca!r} (known: {', '.join(RCA_MODES)})",
+                         field="rca")
+    if opt.exclusion_ok not in EXCLUSION_HINTS:
+        raise InputError(f"unknown exclusion hint {opt.exclusion_ok!r} (known: "
+                         f"{', '.join(EXCLUSION_HINTS)})", field="exclusion-ok")
     workload = read_swf(opt.workload, cores_per_host=cores_per_host, max_hosts=n_hosts,
                         procs_field=opt.procs_field, lenient=opt.lenient, warn=warn)
     if not workload.jobs:
         raise InputError("no job to simulate", file=opt.workload)
+    if opt.exclusion_ok != "trace":
+        allow = opt.exclusion_ok == "all"
+        workload = replace(workload, jobs=tuple(replace(j, exclusion_ok=allow)
+                                                for j in workload.jobs))
+    if opt.rca == "full" and warn is not None \
+            and not any(j.exclusion_ok and j.app != "rigid" for j in workload.jobs):
+        warn("--rca full: no co-simulated job allows exclusion requests, so none will be "
+             "sent (--exclusion-ok all allows every job)")
     batch = BatchConfig(priority=opt.priority,
                         backfill="none" if opt.batch == "fcfs" else opt.batch,
                         selection=opt.selection, walltime_kill=opt.walltime_kill,
-                        rca=opt.rca != "off")
+                        rca=opt.rca != "off", exclusion=opt.rca == "full",
+                        exclusion_max_short=opt.exclusion_max_short)
     als = AlsConfig(technique=technique, params=dict(opt.technique_params), comm=Comm(),
-                    app_overrides=dict(opt.app_overrides), seed=opt.seed)
+                    app_overrides=dict(opt.app_overrides), seed=opt.seed,
+                    max_slowdown=opt.max_slowdown)
     return Prepared(opt=opt, platform=platform, n_hosts=n_hosts,
                     cores_per_host=cores_per_host, workload=workload, batch=batch, als=als)
 
@@ -183,11 +204,12 @@ def serve_als(run: Prepared, comm: Any) -> None:
 
 
 def plan(opt: RunOptions) -> list[RunOptions]:
-    """The runs of ``cosim run``: one, or for the main job RCA off then RCA yield."""
+    """The runs of ``cosim run``: one, or for the main job RCA off then RCA on (``yield``,
+    or ``full`` when asked for)."""
     if opt.workload:
         return [opt]
     main = replace(opt, workload=str(MAIN_WORKLOAD))
-    return [replace(main, rca="off"), replace(main, rca="yield")]
+    return [replace(main, rca="off"), replace(main, rca="full" if opt.rca == "full" else "yield")]
 
 
 def default_out(opt: RunOptions) -> Path:

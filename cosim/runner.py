@@ -47,6 +47,10 @@ class CosimStats:
     wall_bls_s: float
     wall_als_s: float  # summed over the ranks that simulate apps
     ranks: int = 1
+    rollbacks: int = 0  # app runs replayed to apply an exclusion request at an earlier tick
+    exclusion_requests: int = 0
+    exclusions_accepted: int = 0
+    hosts_excluded: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,7 +118,10 @@ def cosimulate(
     stats = CosimStats(rounds=rounds, passes=sched.passes, facts=facts_seen,
                        chunk_events=totals.chunk_events, apps=totals.apps, wall_s=wall,
                        wall_bls_s=wall_bls, wall_als_s=sum(totals.wall_s.values()),
-                       ranks=1 if comm is None else comm.size)
+                       ranks=1 if comm is None else comm.size, rollbacks=totals.rollbacks,
+                       exclusion_requests=sched.exclusion_requests,
+                       exclusions_accepted=sched.exclusions_accepted,
+                       hosts_excluded=sched.hosts_excluded)
     return CosimResult(outcomes=outcomes, stats=stats, loops=totals.loops)
 
 

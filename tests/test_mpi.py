@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+
+import pytest
 import sys
 from pathlib import Path
 
@@ -47,7 +49,8 @@ def _mpi_run(tmp_path, k, *extra, timeout=300):
                           cwd=tmp_path)
 
 
-def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path):
+@pytest.mark.parametrize("technique, rca", [("AF", "yield"), ("GSS", "full")])
+def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca):
     from cosim.cli import main
 
     esp = tmp_path / "esp16.swf"
@@ -57,15 +60,20 @@ def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path):
     for k in (1, 2, 3):
         out = tmp_path / f"n{k}"
         proc = _mpi_run(tmp_path, k, "--workload", str(esp), "--hosts", "16",
-                        "--technique", "AF", "--rca", "yield", "--app-overrides", "width=48",
-                        "--out", str(out), "--json")
+                        "--technique", technique, "--rca", rca, "--exclusion-ok", "all",
+                        "--app-overrides", "width=48", "--out", str(out), "--json")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         summary = json.loads(proc.stdout)
         assert summary["stats"]["ranks"] == k
         metrics = {key: v for key, v in summary.items() if key not in ("stats", "wall_s", "out")}
-        outs[k] = ((out / "jobs.csv").read_bytes(), (out / "schedule.swf").read_bytes(), metrics)
+        excl = {key: summary["stats"][key] for key in ("exclusion_requests",
+                                                         "exclusions_accepted", "hosts_excluded")}
+        outs[k] = ((out / "jobs.csv").read_bytes(), (out / "schedule.swf").read_bytes(), metrics,
+                   excl)
     assert outs[1] == outs[2] == outs[3]
     assert outs[1][2]["lends"] > 0  # RCA really lent hosts in this scenario
+    if rca == "full":
+        assert outs[1][3]["hosts_excluded"] > 0  # and apps gave up hosts when asked
 
 
 def test_failure_on_an_als_rank_ends_the_run_quickly(tmp_path):

@@ -16,24 +16,36 @@ serves its last request, and serves happen in tick order, so once the next serve
 satisfies ``s + min_asg > p`` for the earliest known pending fact ``p``, no undiscovered fact
 can come before ``p``. `promise` runs each app ahead (`LoopRun.advance_to_done`) until that
 holds. A command stamped before an app's last granted tick is a `ProtocolError`.
+
+**Exclusion requests (RCA full).** `ExcludeHosts` at t asks an app for hosts: the app looks at
+its state after the requests served at t (those may have produced facts stamped t, already
+reported: a "done" inside a host takes no time) — when it has already run further ahead (a
+promise, or speculation), by replaying its run from the start with the removals so far (a
+rollback; runs are deterministic, so the replay is that state exactly) — chooses hosts and
+decides by its predicted slowdown (`AppSimulator._choose_excluded`), answers
+`HostsExcluded` at t, and removes the chosen hosts' PEs from t + 1 tick (`LoopRun.remove`):
+they get no more work and are yielded when their current chunks end. Facts are then rediscovered from the new run; yields already reported are not
+repeated.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cosim.als.launch import job_pe_placement
 from cosim.als.runtime import Comm, LoopResult, LoopRun
 from cosim.als.techniques import Technique
+from cosim.core.clock import TICKS_PER_SECOND
 from cosim.core.rng import stream
 from cosim.errors import InputError, ProtocolError
 from cosim.platform import Platform
 from cosim.platform.allocation import job_pe_indices
 from cosim.protocol.messages import (
-    AppCompleted, AppStarted, Command, Fact, HostsYielded, KillApp, StartApp,
+    AppCompleted, AppStarted, Command, ExcludeHosts, Fact, HostsExcluded, HostsYielded, KillApp,
+    StartApp,
 )
 from cosim.workload import TaskCosts, load_app
 
@@ -48,6 +60,9 @@ class AlsConfig:
 
     app_overrides: app-model parameters applied to every job's app (e.g. ``max_iter``),
     before the job's own parameters. seed: root of the keyed streams (RND's, per job id).
+    record: keep every app's chunk table (for traces and ``results.h5``). max_slowdown: an
+    app accepts an exclusion request when its predicted run time grows by at most this
+    fraction (`AppSimulator` docstring).
     """
 
     technique: Technique
@@ -56,31 +71,52 @@ class AlsConfig:
     app_overrides: Mapping[str, str] = field(default_factory=dict)
     seed: int = 0
     record: bool = False
+    max_slowdown: float = 0.10
+
+    def __post_init__(self) -> None:
+        if not self.max_slowdown >= 0:
+            raise InputError("max_slowdown must be >= 0", field="max_slowdown")
 
 
 class _App:
     """One running app and the facts it has produced but not yet reported."""
 
     __slots__ = ("job_id", "run", "host_of", "left", "last", "hosts_left", "pending",
-                 "seen", "min_asg", "kill_at", "ended", "seq", "limit")
+                 "seen", "min_asg", "kill_at", "ended", "seq", "limit", "factory", "removals",
+                 "reported")
 
-    def __init__(self, job_id: int, run: LoopRun, host_of: list[int]) -> None:
+    def __init__(self, job_id: int, factory: Callable[[], LoopRun], host_of: list[int]) -> None:
         self.job_id = job_id
-        self.run = run
+        self.factory = factory  # a fresh run from the start: replays for rollbacks
+        self.removals: list[tuple[int, list[int]]] = []  # (tick, ranks) applied so far
+        self.reported: set[int] = set()  # hosts whose yield the batch level has been told
         self.host_of = host_of
+        self.kill_at = _NEVER
+        self.limit = _NEVER  # the announced walltime kill: never simulate past it
+        self.seq = 0
+        self.adopt(factory())
+
+    def adopt(self, run: LoopRun) -> None:
+        """Make `run` the app's simulation; facts are rediscovered from its done events."""
+        self.run = run
         self.left: dict[int, int] = {}
-        for h in host_of:
+        for h in self.host_of:
             self.left[h] = self.left.get(h, 0) + 1
         self.last: dict[int, int] = dict.fromkeys(self.left, 0)
         self.hosts_left = len(self.left)
         # (fact key, discovery number, fact): the number breaks ties between facts of one key
         self.pending: list[tuple[tuple[int, int, int], int, Fact]] = []
-        self.seq = 0
         self.seen = 0  # done events of the run already turned into facts
         self.min_asg = run.min_assign_ticks
-        self.kill_at = _NEVER
-        self.limit = _NEVER  # the announced walltime kill: never simulate past it
         self.ended = False
+
+    def replay(self, tick: int) -> LoopRun:
+        """A fresh run with the removals so far, advanced to `tick` (the state at `tick`)."""
+        run = self.factory()
+        for at, ranks in self.removals:
+            run.remove(at, ranks)
+        run.advance(tick)
+        return run
 
     def push(self, fact: Fact) -> None:
         self.seq += 1
@@ -149,6 +185,8 @@ class _App:
                 out[-1] = fact
             else:
                 out.append(fact)
+            if isinstance(fact, HostsYielded):
+                self.reported.update(fact.hosts)
         return out
 
 
@@ -177,6 +215,8 @@ class AppSimulator:
         self.results: dict[int, LoopResult] = {}
         self.chunk_events = 0
         self.apps_started = 0
+        self.exclusions = 0  # exclusion requests answered
+        self.rollbacks = 0  # runs replayed to an earlier tick to apply an exclusion
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -190,6 +230,8 @@ class AppSimulator:
                 self._start(cmd)
             elif isinstance(cmd, KillApp):
                 self._kill(cmd)
+            elif isinstance(cmd, ExcludeHosts):
+                self._exclude(cmd)
             else:
                 raise ProtocolError(f"the ALS cannot handle {type(cmd).__name__}")
 
@@ -221,12 +263,15 @@ class AppSimulator:
         pe_idx = job_pe_indices(self._pe_hosts, cmd.hosts, cmd.pes)
         host_of, speeds, req, asg = job_pe_placement(self.platform, self._pe_hosts, pe_idx,
                                                      self.config.comm)
-        run = LoopRun(costs=costs, technique=self.config.technique, params=self.config.params,
-                      speeds=speeds, request_ticks=req, assign_ticks=asg,
-                      comm=self.config.comm, start=cmd.time,
-                      rng=stream(self.config.seed, "technique", cmd.job_id),
-                      record=self.config.record)
-        app = _App(cmd.job_id, run, host_of)
+        cfg = self.config
+
+        def factory() -> LoopRun:
+            return LoopRun(costs=costs, technique=cfg.technique, params=cfg.params,
+                           speeds=speeds, request_ticks=req, assign_ticks=asg, comm=cfg.comm,
+                           start=cmd.time, rng=stream(cfg.seed, "technique", cmd.job_id),
+                           record=cfg.record)
+
+        app = _App(cmd.job_id, factory, host_of)
         if cmd.limit is not None:
             app.limit = cmd.limit
         app.push(AppStarted(time=cmd.time, job_id=cmd.job_id))
@@ -242,6 +287,87 @@ class AppSimulator:
         heapq.heapify(app.pending)
         app.ended = True
         app.push(AppCompleted(time=cmd.time, job_id=cmd.job_id, status="killed"))
+
+    def _exclude(self, cmd: ExcludeHosts) -> None:
+        app = self._apps.get(cmd.job_id)
+        if app is None or app.kill_at != _NEVER:
+            raise ProtocolError(f"ExcludeHosts for job {cmd.job_id}, which is not running here")
+        if cmd.count < 1:
+            raise ProtocolError(f"ExcludeHosts for job {cmd.job_id} asks for {cmd.count} hosts")
+        # requests served at the request's tick may have produced facts stamped then (a
+        # "done" inside a host takes no time), already reported: the request applies to the
+        # requests served after it, from the next tick
+        at = cmd.time + 1
+        run = app.run
+        replayed = run.served_until >= at  # it ran ahead past the request: state at `at`
+        if replayed:
+            run = app.replay(at)
+        else:
+            run.advance(at)
+        hosts = self._choose_excluded(app, run, cmd.count, cmd.time)
+        if hosts:
+            ranks = [r for r, h in enumerate(app.host_of) if h in hosts]
+            if replayed:
+                app.adopt(run)
+                self.rollbacks += 1
+            run.remove(at, ranks)
+            app.removals.append((at, ranks))
+            app.collect()
+            # yields the batch level already knows of (found again by a replay) are not news
+            kept = []
+            for e in app.pending:
+                f = e[2]
+                if isinstance(f, HostsYielded):
+                    new = tuple(h for h in f.hosts if h not in app.reported)
+                    if not new:
+                        continue
+                    if new != f.hosts:
+                        f = HostsYielded(time=f.time, job_id=f.job_id, hosts=new)
+                        e = (f.key, e[1], f)
+                kept.append(e)
+            app.pending = kept
+            heapq.heapify(app.pending)
+        self.exclusions += 1
+        app.push(HostsExcluded(time=cmd.time, job_id=cmd.job_id, hosts=tuple(sorted(hosts)),
+                               for_job=cmd.for_job))
+
+    def _choose_excluded(self, app: _App, run: LoopRun, count: int, at: int) -> list[int]:
+        """The hosts an app gives up for an exclusion request, or [] when it refuses.
+
+        Candidates: hosts all of whose PEs still get work, the master's host excepted, those
+        whose current chunks end first (then the lowest index) chosen first, at most `count`.
+        The app accepts when the predicted run time ``E + W / S'`` over ``E + W / S`` is at
+        most ``1 + max_slowdown``: E the time run so far, W the FLOP not yet handed out, S and
+        S' the summed speed of the PEs getting work before and after.
+        """
+        active = set(run.active_ranks)
+        ranks_of: dict[int, list[int]] = {}
+        for r, h in enumerate(app.host_of):
+            ranks_of.setdefault(h, []).append(r)
+        master = app.host_of[0]
+        cand = []
+        for h, ranks in ranks_of.items():
+            if h == master or not all(r in active for r in ranks):
+                continue
+            ends = [run.busy_until(r) for r in ranks]
+            if any(e is None for e in ends):
+                continue
+            cand.append((max(ends), h))  # type: ignore[type-var]
+        chosen = [h for _, h in sorted(cand)[:count]]
+        if not chosen:
+            return []
+        speeds = run.speeds
+        s_all = sum(speeds[r] for r in active)
+        s_keep = s_all - sum(speeds[r] for h in chosen for r in ranks_of[h])
+        if s_keep <= 0:
+            return []
+        work = run.remaining_flop()
+        elapsed = (at - run.start) / TICKS_PER_SECOND
+        before = elapsed + work / s_all
+        after = elapsed + work / s_keep
+        if before > 0 and after / before - 1 > self.config.max_slowdown:
+            return []
+        return chosen
 
     # -- time -------------------------------------------------------------------------------
 

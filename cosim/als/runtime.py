@@ -20,8 +20,10 @@ order. `advance(until)` serves every request whose serve tick is before `until`,
 stamped `until` apply to requests served at or after it.
 
 Malleability at chunk boundaries: `remove` makes a PE stop asking: every request of it served at
-or after the command's tick is not answered with work, and the PE is released at
-``max(its request tick, command tick)`` (after its current chunk). `add` makes new PEs request
+or after the command's tick is answered "no more work" like a request at the end of the
+loop (so a release, like every "done", comes at least the shortest assignment time after a
+serve: what the ALS's exact promises rely on); a PE already idle is released at the command's
+tick. `add` makes new PEs request
 from the command's tick. On either change the technique restarts on the unscheduled
 iterations with the new set of active PEs. ``timesteps > 1`` repeats the loop: when the master
 has answered every active PE "done", it starts the next step by sending each PE a start
@@ -204,6 +206,7 @@ class LoopRun:
         self.done_events: list[tuple[int, int]] = []
         self._stop_at_done = False
         self._n_chunks = 0
+        self._served = -1  # serve tick of the last request served (a chunk, "done" or release)
         self._planner = self._new_planner(self._n)
 
     # -- construction helpers -------------------------------------------------------------
@@ -292,6 +295,28 @@ class LoopRun:
         return t if t > self._mfree else self._mfree
 
     @property
+    def served_until(self) -> int:
+        """Serve tick of the last request served (-1 before the first): a command stamped
+        after it can still be applied to this run; an earlier one needs a replay."""
+        return self._served
+
+    @property
+    def active_ranks(self) -> tuple[int, ...]:
+        """Ranks still asking for work (not removed)."""
+        return tuple(self._active)
+
+    def busy_until(self, rank: int) -> int | None:
+        """End of `rank`'s last chunk, or None once it has been told "no more work"."""
+        return None if self._done[rank] is not None else self._finish[rank]
+
+    def remaining_flop(self) -> float:
+        """FLOP not yet handed out, this step and the steps still to come."""
+        pref = self.costs.prefix
+        n = self._n
+        left = float(pref[n] - pref[n - self._remaining])
+        return left + float(pref[n]) * (self.timesteps - 1 - self._step)
+
+    @property
     def finished(self) -> bool:
         """True when every PE has been answered "done" or released in the last step."""
         return not self._heap and self._remaining == 0 and self._step == self.timesteps - 1
@@ -319,18 +344,19 @@ class LoopRun:
         n_chunks = self._n_chunks
         to_lists = _LIST_AFTER if isinstance(pref, np.ndarray) else -1
         stop_at = n_chunks + budget
+        served = self._served
         while heap:
             key = heap[0]
             t = key >> _SHIFT
             s = t if t > mfree else mfree
             if s >= until or n_chunks >= stop_at:
                 break
+            served = s
             rank = key & _MASK
             sent = t - req[rank]
-            if s >= removed_at[rank]:  # removed: no more work, released after its chunk
+            if s >= removed_at[rank]:  # removed: its request is answered "no more work"
                 heappop(heap)
-                rm = removed_at[rank]
-                self._done[rank] = sent if sent > rm else rm
+                self._done[rank] = s + asg[rank]
                 self.done_events.append((self._done[rank], rank))
                 if self._stop_at_done:
                     break
@@ -340,6 +366,7 @@ class LoopRun:
                 self._mfree = mfree
                 self._remaining = remaining
                 self._n_chunks = n_chunks
+                self._served = served
                 self._answer_done(rank, s)
                 if self._step != step:  # a new step began: reload the step's state
                     return self.advance(until, stop_at - n_chunks)
@@ -391,6 +418,7 @@ class LoopRun:
         self._mfree = mfree
         self._remaining = remaining
         self._n_chunks = n_chunks
+        self._served = served
 
     def advance_to_done(self, until: int = _NEVER) -> None:
         """Like `advance`, but return as soon as one PE has been told "no more work"."""

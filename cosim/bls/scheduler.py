@@ -36,6 +36,17 @@ it yielded before is a ProtocolError. A zero-length job started at t completes a
 triggers another pass at t. The queue is ordered by ``(-job.priority, *key(job), job.id)``:
 priority > 0 jobs first, the job id last — FCFS is ``(-priority, submit, id)``, SJF
 ``(-priority, walltime, submit, id)``. Commands of one instant are returned in job id order.
+
+RCA full (`BatchConfig.exclusion`): after each pass, if the head of the queue is short of
+``k`` hosts (its hosts minus the free ones minus those already asked or accepted for it and
+not yet yielded) with ``1 <= k <= max(1, floor(exclusion_max_short x its hosts))``, the
+scheduler sends `ExcludeHosts` to running app-driven jobs whose `Job.exclusion_ok` hint is
+set, that started before now and were not asked for this job yet, largest number of working
+hosts first (then job id), each for at most its working hosts minus one, until ``k`` hosts
+are asked for. The app answers `HostsExcluded` at the same tick (its hosts, or none when it
+refuses); excluded hosts come back as ordinary yields when their chunks end, are lent like
+any yielded host, and the head job starts when enough are free. Each app is asked at most
+once per queued job, so a refusal is final for that job.
 The scheduler never reads `Job.runtime`: it knows only walltimes (estimates) and the facts
 it is told.
 """
@@ -56,7 +67,9 @@ from cosim.protocol.messages import (
     AppCompleted,
     AppStarted,
     Command,
+    ExcludeHosts,
     Fact,
+    HostsExcluded,
     HostsYielded,
     KillApp,
     StartApp,
@@ -86,6 +99,12 @@ class BatchConfig:
     rca:
         Lend yielded hosts to queued jobs (RCA yield; default False: yields are only
         recorded). See the module docstring.
+    exclusion:
+        RCA full: also ask running apps to exclude hosts for the head of the queue (needs
+        `rca`; module docstring).
+    exclusion_max_short:
+        Ask only when the head job is short of at most this fraction of its hosts (at least
+        one host).
     """
 
     priority: str = "fcfs"
@@ -94,8 +113,15 @@ class BatchConfig:
     walltime_kill: bool = True
     priority_key: Callable[[Job], tuple[Any, ...]] | None = None
     rca: bool = False
+    exclusion: bool = False
+    exclusion_max_short: float = 0.25
 
     def __post_init__(self) -> None:
+        if self.exclusion and not self.rca:
+            raise InputError("exclusion requests need RCA host lending", field="rca")
+        if not 0 < self.exclusion_max_short <= 1:
+            raise InputError("exclusion_max_short must be in (0, 1]",
+                             field="exclusion_max_short")
         if self.priority_key is None:
             object.__setattr__(self, "priority", policies.priority(self.priority).name)
         object.__setattr__(self, "backfill", policies.backfill(self.backfill).name)
@@ -142,6 +168,16 @@ class BatchScheduler:
         self.rejected = 0
         self.yields = 0  # hosts reported yielded (ignored yields excluded)
         self.ignored_yields = 0  # HostsYielded facts of jobs that had already ended
+        # RCA exclusion requests: queued job -> apps asked for it; queued job -> hosts asked or
+        # accepted and not yet yielded; (app, queued job) -> hosts asked, until answered;
+        # (app, host) -> queued job, for excluded hosts not yet yielded
+        self._asked: dict[int, set[int]] = {}
+        self._expected: dict[int, int] = {}
+        self._asking: dict[tuple[int, int], int] = {}
+        self._excluded: dict[tuple[int, int], int] = {}
+        self.exclusion_requests = 0
+        self.exclusions_accepted = 0
+        self.hosts_excluded = 0
 
     # -- queue --------------------------------------------------------------------------
     @property
@@ -194,6 +230,8 @@ class BatchScheduler:
                     raise ProtocolError(f"job {jid} started at {fact.time}, not as commanded")
             elif type(fact) is HostsYielded:
                 self._yield(fact)
+            elif type(fact) is HostsExcluded:
+                self._excluded_answer(fact)
             else:
                 raise ProtocolError(f"the batch level cannot handle {type(fact).__name__}")
 
@@ -208,9 +246,63 @@ class BatchScheduler:
         if self.state.yield_hosts(jid, fact.hosts, fact.time, lend=self._rca):
             self._dirty = True
         self.yields += len(fact.hosts)
+        if self._excluded:
+            for h in fact.hosts:
+                self._unexpect(self._excluded.pop((jid, h), None))
+
+    def _unexpect(self, for_job: int | None, hosts: int = 1) -> None:
+        """`hosts` asked for `for_job` will not come (any more) from an exclusion."""
+        if for_job is not None and for_job in self._expected:
+            self._expected[for_job] -= hosts
+
+    def _excluded_answer(self, fact: HostsExcluded) -> None:
+        asked = self._asking.pop((fact.job_id, fact.for_job), None)
+        if asked is None or len(fact.hosts) > asked:
+            raise ProtocolError(f"job {fact.job_id} answers an exclusion request it was not "
+                                f"sent, or gives more hosts than asked")
+        if asked > len(fact.hosts):  # (partly) refused: a pass may ask the other apps
+            self._unexpect(fact.for_job, asked - len(fact.hosts))
+            self._dirty = True
+        if fact.hosts:
+            self.exclusions_accepted += 1
+            self.hosts_excluded += len(fact.hosts)
+            for h in fact.hosts:
+                self._excluded[(fact.job_id, h)] = fact.for_job
+
+    def _ask_exclusions(self, now: int) -> list[Command]:
+        """RCA full: ask running apps for the hosts the head of the queue lacks (docstring)."""
+        state = self.state
+        head = self._qjobs[0]
+        short = head.hosts - state.free_hosts - self._expected.get(head.id, 0)
+        if short <= 0 or short > max(1, int(self.config.exclusion_max_short * head.hosts)):
+            return []
+        asked = self._asked.setdefault(head.id, set())
+        cands = []
+        for jid, alloc in state.running.items():
+            job = alloc.job
+            if jid in asked or not job.exclusion_ok or job.app == "rigid" or alloc.start >= now:
+                continue
+            n = state.working_hosts(jid)
+            if n > 1:
+                cands.append((-n, jid))
+        out: list[Command] = []
+        for neg, jid in sorted(cands):
+            k = min(short, -neg - 1)
+            asked.add(jid)
+            self._asking[(jid, head.id)] = k
+            self._expected[head.id] = self._expected.get(head.id, 0) + k
+            self.exclusion_requests += 1
+            out.append(ExcludeHosts(time=now, job_id=jid, count=k, for_job=head.id))
+            short -= k
+            if short == 0:
+                break
+        return out
 
     def _end(self, jid: int, now: int, status: str) -> None:
         alloc, acct = self.state.release(jid)
+        if self._excluded:
+            for key in [k for k in self._excluded if k[0] == jid]:
+                self._unexpect(self._excluded.pop(key))
         handle = self._timer_of.pop(jid, None)
         if handle is not None:
             self._timers.cancel(handle)
@@ -254,6 +346,13 @@ class BatchScheduler:
         self._dirty = False
         if not self._qjobs:
             return []
+        out = self._pass(now)
+        if self.config.exclusion and self._qjobs:
+            out.extend(self._ask_exclusions(now))
+        out.sort(key=lambda c: c.job_id)
+        return out
+
+    def _pass(self, now: int) -> list[Command]:
         self.passes += 1
         state = self.state
         view = PassView(now=now, n_hosts=state.n_hosts, free=state.free_hosts,
@@ -277,6 +376,8 @@ class BatchScheduler:
                 raise ProtocolError(f"plan starts job {job.id}, which is not queued")
             i = bisect_left(self._qkeys, key)
             del self._qkeys[i], self._qjobs[i]
+            self._asked.pop(job.id, None)
+            self._expected.pop(job.id, None)
             hosts = self._select(state.free_mask(), job.hosts)
             alloc = state.allocate(job, hosts, now)
             self._started_at[job.id] = now
@@ -287,5 +388,4 @@ class BatchScheduler:
             out.append(StartApp(time=now, job_id=job.id, hosts=alloc.hosts, pes=job.pes,
                                 app=job.app, params=tuple(sorted(params.items())) if params
                                 else (), limit=now + job.walltime if self._kill else None))
-        out.sort(key=lambda c: c.job_id)
         return out

@@ -193,6 +193,15 @@ class ClusterState:
                 lent.lent.append((h, now))
             self.lendable -= 1
 
+    def working_hosts(self, job_id: int) -> int:
+        """Hosts running job `job_id` owns and uses and has not yielded (RCA exclusion)."""
+        idx = self._idx[job_id]
+        rec = self._rca.get(job_id)
+        own = idx[self.user[idx] == job_id]
+        if rec is None:
+            return len(own)
+        return sum(1 for h in own.tolist() if h not in rec.yielded_set and h not in self._lender)
+
     def yield_hosts(self, job_id: int, hosts: Sequence[int], now: int, *, lend: bool) -> int:
         """Record that running job `job_id` has no work left on `hosts` from `now`.
 

@@ -2,7 +2,7 @@
 
 Every message carries the tick it refers to. Facts are handled by the batch level in the
 canonical order `Fact.key` = ``(time, kind order, job_id)``
-(completions, then yields, then starts); commands are applied by the ALS in
+(completions, then yields, then starts, then answers to exclusion requests); commands are applied by the ALS in
 ``(time, job_id)`` order. The batch level never looks inside an app: a rigid app (its run
 time known from the trace) is simulated by a local ALS that turns `StartApp` into
 `AppStarted` and a later `AppCompleted`, exactly as a remote ALS rank will.
@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-__all__ = ["Fact", "Command", "AppStarted", "AppCompleted", "HostsYielded", "StartApp", "KillApp"]
+__all__ = ["Fact", "Command", "AppStarted", "AppCompleted", "HostsYielded", "HostsExcluded",
+           "StartApp", "KillApp", "ExcludeHosts"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +66,17 @@ class AppStarted(Fact):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HostsExcluded(Fact):
+    """The app of `job_id` answered an `ExcludeHosts` for `for_job`: it stopped giving work to
+    `hosts` (ascending; empty = it refused). They are yielded when their current chunks end.
+    """
+
+    hosts: tuple[int, ...]
+    for_job: int
+    ORDER: ClassVar[int] = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StartApp(Command):
     """Start the app of `job_id` on `hosts` (host indices, ascending) using `pes` PEs.
 
@@ -86,3 +98,12 @@ class KillApp(Command):
     """Stop the app of `job_id` (walltime exceeded, or cancelled)."""
 
     reason: str = "walltime"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExcludeHosts(Command):
+    """Ask the app of `job_id` to give up `count` of its hosts for the queued job `for_job`
+    (RCA exclusion request); the app answers with `HostsExcluded` at the same tick."""
+
+    count: int
+    for_job: int

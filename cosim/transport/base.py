@@ -61,6 +61,7 @@ class AlsTotals:
     chunk_events: int = 0
     apps: int = 0
     wall_s: dict[int, float] = field(default_factory=dict)  # per rank
+    rollbacks: int = 0  # app runs replayed to an earlier tick (exclusion requests)
 
 
 def merge_facts(replies: Sequence[Sequence[Fact]]) -> list[Fact]:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from cosim.als.manager import AppSimulator
 from cosim.bls.rigid import RigidApps
 from cosim.errors import ProtocolError
-from cosim.protocol.messages import Command, Fact, KillApp, StartApp
+from cosim.protocol.messages import Command, Fact, StartApp
 from cosim.transport.base import AlsTotals, merge_facts
 
 __all__ = ["LocalAls", "route"]
@@ -27,7 +27,7 @@ def route(commands: Sequence[Command], where: dict[int, int], choose) -> dict[in
     for cmd in commands:
         if isinstance(cmd, StartApp):
             where[cmd.job_id] = choose(cmd)
-        elif not isinstance(cmd, KillApp) or cmd.job_id not in where:
+        elif cmd.job_id not in where:
             raise ProtocolError(f"command {cmd!r} for a job that never started")
         out.setdefault(where[cmd.job_id], []).append(cmd)
     return out
@@ -69,7 +69,7 @@ class LocalAls:
             raise ProtocolError("apps still running at the end of the simulation")
         return AlsTotals(loops=dict(sorted(self.apps.results.items())),
                          chunk_events=self.apps.chunk_events, apps=self.apps.apps_started,
-                         wall_s={0: self._wall})
+                         wall_s={0: self._wall}, rollbacks=self.apps.rollbacks)
 
     def close(self) -> None:
         pass

@@ -140,21 +140,23 @@ class MpiAls:
     def finish(self) -> AlsTotals:
         totals = self._stop()
         loops: dict[int, object] = {}
-        chunk_events = apps = 0
+        chunk_events = apps = rollbacks = 0
         wall: dict[int, float] = {0: self._wall}
         parts = list(totals[1:])
         if self.local is not None:
             parts.insert(0, AlsTotals(loops=self.local.results,
                                       chunk_events=self.local.chunk_events,
-                                      apps=self.local.apps_started))
+                                      apps=self.local.apps_started,
+                                      rollbacks=self.local.rollbacks))
         for rank, t in enumerate(totals[1:], start=1):
             wall[rank] = t.wall_s.get(rank, 0.0)
         for t in parts:
             loops.update(t.loops)
             chunk_events += t.chunk_events
             apps += t.apps
+            rollbacks += t.rollbacks
         return AlsTotals(loops=dict(sorted(loops.items())), chunk_events=chunk_events,
-                         apps=apps, wall_s=wall)
+                         apps=apps, wall_s=wall, rollbacks=rollbacks)
 
     def _receive_all(self) -> list:
         """One message from every ALS rank (index = rank; index 0 unused)."""
@@ -207,7 +209,7 @@ def serve(comm: MPI.Comm, make_apps: Callable[[], AppSimulator]) -> None:
         if msg.kind == Kind.STOP:
             totals = AlsTotals() if apps is None else AlsTotals(
                 loops=apps.results, chunk_events=apps.chunk_events, apps=apps.apps_started,
-                wall_s={comm.rank: wall})
+                wall_s={comm.rank: wall}, rollbacks=apps.rollbacks)
             comm.send(totals, dest=0, tag=TAG_UP)
             return
         if error is not None:

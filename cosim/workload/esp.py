@@ -152,6 +152,7 @@ def generate_esp(
     arrival: str = "esp",
     hosts: int | None = None,
     walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
+    exclusion_ok: bool = False,
 ) -> EspWorkload:
     """Generate the ESP workload for a platform (rules in the module docstring).
 
@@ -171,6 +172,9 @@ def generate_esp(
         Size the workload for this many hosts of the platform's type (default: all).
     walltime_factor:
         Requested time = ``ceil(walltime_factor x target)`` seconds; at least 1.
+    exclusion_ok:
+        Mark every job as willing to give up hosts when asked (RCA exclusion requests,
+        ``--rca full``; ``exclusion_ok=1`` in the CosimApp comments).
 
     Returns
     -------
@@ -228,7 +232,7 @@ def generate_esp(
             walltime=math.ceil(factor * t.target_s) * TICKS_PER_SECOND,
             runtime=t.target_s * TICKS_PER_SECOND, app=app,
             app_params={"total_flop": _short(h * cores * t.target_s * speed)},
-            category=t.category, priority=is_z,
+            category=t.category, priority=is_z, exclusion_ok=exclusion_ok,
         ))
     t_min_s = t_min.numerator / t_min.denominator
     header = (
@@ -250,7 +254,7 @@ def generate_esp(
         ("MaxProcs", str(n * cores)),
         ("CosimEsp", (f"app={app} hosts={n} cores={cores} speed={_short(speed)} seed={seed} "
                       f"arrival={arrival} walltime_factor={walltime_factor:g} "
-                      f"initial_block={block}")),
+                      f"initial_block={block}" + (" exclusion_ok=1" if exclusion_ok else ""))),
     )
     return EspWorkload(
         jobs=tuple(jobs), header=header, app=app, seed=seed, arrival=arrival,
@@ -274,6 +278,7 @@ def make_esp(
     arrival: str = "esp",
     platform: str | os.PathLike[str] | Platform = "ib256",
     walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
+    exclusion_ok: bool = False,
 ) -> EspWorkload:
     """``cosim workload esp --app A --hosts N --seed S [--arrival esp|zero] -o OUT``.
 
@@ -283,6 +288,6 @@ def make_esp(
     """
     plat = platform if isinstance(platform, Platform) else load_platform(platform)
     workload = generate_esp(app=app, platform=plat, seed=seed, arrival=arrival, hosts=hosts,
-                            walltime_factor=walltime_factor)
+                            walltime_factor=walltime_factor, exclusion_ok=exclusion_ok)
     write_esp(out, workload)
     return workload

@@ -6,7 +6,8 @@ allocates (whole hosts); `pes` is the processor count the job asked for, at most
 limit a walltime kill enforces. `runtime` is the job's real run time when its app is
 ``rigid`` (from the trace); app-driven jobs (mandelbrot, psia) get theirs from the ALS and keep
 ``runtime`` as the trace's value only for reference. `priority` orders before the policy's key
-(higher first; ESP's Z jobs use it). `swf` keeps the 18 original SWF fields for a faithful
+(higher first; ESP's Z jobs use it). `exclusion_ok` is the user's hint that the job's app may
+give up hosts to a queued job when asked (RCA exclusion requests, ``--rca full``). `swf` keeps the 18 original SWF fields for a faithful
 round trip (None for generated jobs). `JobOutcome` is what a simulation made of a job.
 """
 
@@ -38,6 +39,7 @@ class Job:
     group: int = -1
     queue: int = -1
     partition: int = -1
+    exclusion_ok: bool = False
     swf: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:

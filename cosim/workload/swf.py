@@ -108,6 +108,7 @@ class AppInfo:
     category: str = ""
     app: str = "rigid"
     priority: int = 0
+    exclusion_ok: bool = False
     params: tuple[tuple[str, str], ...] = ()
 
 
@@ -312,7 +313,8 @@ def parse_cosim_app(value: str, *, file: str | None = None,
     ------
     InputError
         If the number is missing or not an integer, a token is not ``key=value``, a key
-        repeats, ``priority`` is not an integer or ``app`` is not a known app model.
+        repeats, ``priority`` is not an integer, ``exclusion_ok`` is not 0 or 1 (the job's
+        hint for RCA exclusion requests) or ``app`` is not a known app model.
     """
     from cosim.workload.apps import MODELS
 
@@ -337,8 +339,11 @@ def parse_cosim_app(value: str, *, file: str | None = None,
     prio = info.pop("priority", "0")
     if not re.fullmatch(r"[-+]?\d+", prio):
         raise bad(f"priority must be an integer, got {prio!r}")
+    excl = info.pop("exclusion_ok", "0")
+    if excl not in ("0", "1"):
+        raise bad(f"exclusion_ok must be 0 or 1, got {excl!r}")
     return int(tokens[0]), AppInfo(category=category, app=app, priority=int(prio),
-                                   params=tuple(info.items()))
+                                   exclusion_ok=excl == "1", params=tuple(info.items()))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -513,4 +518,5 @@ def _with_app(job: Job, apps: dict[int, AppInfo]) -> Job:
     if info is None:
         return job
     return dataclasses.replace(job, category=info.category, app=info.app,
-                               priority=info.priority, app_params=dict(info.params))
+                               priority=info.priority, exclusion_ok=info.exclusion_ok,
+                               app_params=dict(info.params))

@@ -50,7 +50,7 @@ Header = Mapping[str, str | Sequence[str]] | Sequence[tuple[str, str]]
 
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _STATUS = {"completed": 1, "killed": 0, "rejected": 5}
-_DEFAULT_INFO: tuple = ("", "rigid", 0, ())
+_DEFAULT_INFO: tuple = ("", "rigid", 0, False, ())
 _SCHEDULE_NOTE = ("simulated schedule written by cosim: wait = start - submit, run time = "
                   "end - start, allocated processors = hosts x cores per host; status 1 "
                   "completed, 0 killed at its requested time, 5 rejected (never started)")
@@ -94,7 +94,8 @@ def _set(pairs: list[tuple[str, str]], key: str, value: str, *, at: int | None =
 
 
 def _info(job: Job) -> tuple:
-    return (job.category, job.app, job.priority, tuple(sorted(job.app_params.items())))
+    return (job.category, job.app, job.priority, job.exclusion_ok,
+            tuple(sorted(job.app_params.items())))
 
 
 def _app_numbers(jobs: Sequence[Job]) -> dict[tuple, int]:
@@ -107,13 +108,15 @@ def _app_numbers(jobs: Sequence[Job]) -> dict[tuple, int]:
 
 
 def _app_line(number: int, info: tuple) -> str:
-    category, app, priority, params = info
+    category, app, priority, exclusion_ok, params = info
     tokens = [f"{number}", f"category={category}", f"app={app}", f"priority={priority}"]
+    if exclusion_ok:
+        tokens.append("exclusion_ok=1")
     for key, value in params:
         if not key or "=" in key or any(c.isspace() for c in key + value):
             raise ValueError(f"app parameter {key}={value!r} cannot travel in an SWF comment "
                              "(no spaces, no '=' in the key)")
-        if key in ("category", "app", "priority"):
+        if key in ("category", "app", "priority", "exclusion_ok"):
             raise ValueError(f"app parameter name {key!r} is reserved")
         tokens.append(f"{key}={value}")
     if any(c.isspace() or c == "=" for c in category + app):
