@@ -1,0 +1,513 @@
+"""``results.h5``: the runs of a command as one HDF5 file with a documented, versioned schema.
+
+`write_results` stores `RunTables` under ``/runs/<run_id>/`` — the config, metrics and
+statistics as attributes of three groups, the job, allocation, worker and (optionally) chunk
+tables as compound datasets, and the utilization, running and queued step series — with the
+schema name and version on the root and the software versions (and, when given, the command
+line and date) in ``/provenance``, kept apart so that everything else is a function of the
+runs alone: no dataset records a time stamp, and two writes of the same runs give the same
+bytes. The file is built in memory (HDF5 core driver) and written with `atomic_open`, so it
+appears complete or not at all; `append_run` adds one run the same way, from an in-memory
+copy of the existing file. `read_results` and `read_provenance` give it back exactly and turn
+every problem of a file (missing, not HDF5, another schema version, a missing dataset) into an
+`InputError` naming it. Attribute values: bool, int (64-bit), float and str are stored as
+native HDF5 scalars; anything else (None, lists, dicts, big ints, strings HDF5 cannot hold)
+as JSON text under the key prefixed with ``json:``. The schema is ``docs/results.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform as _platform
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from cosim import __version__
+from cosim.core.files import atomic_open
+from cosim.errors import InputError
+from cosim.output.tables import (
+    ALLOC_DTYPE,
+    CHUNK_DTYPE,
+    JOB_DTYPE,
+    WORKER_DTYPE,
+    RunTables,
+    step_series,
+)
+
+__all__ = ["JSON_PREFIX", "SCHEMA", "SCHEMA_VERSION", "TABLES", "Table", "append_run",
+           "check_run_id", "command_provenance", "decode_attrs", "encode_attrs",
+           "read_provenance", "read_results", "write_results"]
+
+SCHEMA = "cosim.results"
+"""Value of the root attribute ``schema``: marks a file as cosim results."""
+
+SCHEMA_VERSION = 1
+"""Version of the layout written here; readers refuse newer versions (docs/results.md)."""
+
+JSON_PREFIX = "json:"
+"""Prefix of the attribute names whose value is JSON text (see `encode_attrs`)."""
+
+CHUNK_ROWS = 16_384
+"""Rows per HDF5 chunk of the compressed chunk table (about 1 MB: 60-byte rows)."""
+
+# The HDF5 1.8 file format: readable by every HDF5 since 2008, holds attributes over 64 kB
+# (dense storage) and creation order; pinning both bounds keeps the bytes independent of the
+# HDF5 library's newest format.
+_LIBVER = ("v108", "v108")
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Table:
+    """A dataset of a run: its name, row type, the unit of each field and a description.
+
+    units: one per field of `dtype`, in order: ``"ns"`` (integer ticks), ``"s"``, or ``""``
+    (identifiers, labels, counts and ratios). compress: chunked and gzip-compressed.
+    """
+
+    name: str
+    dtype: np.dtype
+    units: tuple[str, ...]
+    description: str
+    compress: bool = False
+
+
+UTILIZATION_DTYPE = np.dtype([("time", "<i8"), ("busy_hosts", "<i8")])
+RUNNING_DTYPE = np.dtype([("time", "<i8"), ("running", "<i8")])
+QUEUED_DTYPE = np.dtype([("time", "<i8"), ("queued", "<i8")])
+
+_N = "ns"
+TABLES: tuple[Table, ...] = (
+    Table(name="jobs", dtype=JOB_DTYPE,
+          units=("", _N, _N, _N, _N, _N, "", "", "", "", "", "", "s", "s", "", "", "", "", ""),
+          description="one row per job, by id (cosim.output.tables.JOB_DTYPE)"),
+    Table(name="allocations", dtype=ALLOC_DTYPE, units=("", "", "", "", _N, _N, _N),
+          description="one row per (job, host) the job ran on, by (host, start, job)"),
+    Table(name="workers", dtype=WORKER_DTYPE, units=("", "", "", "", _N, _N),
+          description="one row per PE of each app-driven job, by (job, rank)"),
+    Table(name="chunks", dtype=CHUNK_DTYPE, units=("", "", "", "", "", _N, _N, _N, ""),
+          description="one row per chunk of each app-driven job, by (job, assignment)",
+          compress=True),
+    Table(name="utilization", dtype=UTILIZATION_DTYPE, units=(_N, ""),
+          description="busy hosts from each time on (step function); utilization = "
+                      "busy_hosts / n_hosts"),
+    Table(name="running", dtype=RUNNING_DTYPE, units=(_N, ""),
+          description="running jobs from each time on (step function)"),
+    Table(name="queued", dtype=QUEUED_DTYPE, units=(_N, ""),
+          description="queued jobs from each time on (step function)"),
+)
+"""Every table dataset of a run, in file order (the hosts table is built per run)."""
+
+_BY_NAME = {t.name: t for t in TABLES}
+_SERIES = {"utilization": "busy_hosts", "running": "running", "queued": "queued"}
+
+
+# -- attribute values -----------------------------------------------------------------------
+
+def _plain(value: Any, where: str) -> Any:
+    """`value` as plain JSON types; dict keys must be strings (JSON would coerce others)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"{where}: dict key {k!r} is not a string")
+            out[k] = _plain(v, where)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, where) for v in value]
+    raise TypeError(f"{where}: a {type(value).__name__} cannot be stored in results.h5")
+
+
+def _native(value: Any) -> Any:
+    """The HDF5 scalar storing `value` exactly, or None when it must go as JSON."""
+    if isinstance(value, (bool, np.bool_)):
+        return np.bool_(value)
+    if isinstance(value, (int, np.integer)):
+        return np.int64(value) if _INT64[0] <= int(value) <= _INT64[1] else None
+    if isinstance(value, (float, np.floating)):
+        return np.float64(value)
+    if isinstance(value, str) and "\x00" not in value:
+        # HDF5 strings are NUL-terminated UTF-8: lone surrogates and NULs go as JSON
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        return value
+    return None
+
+
+def encode_attrs(attrs: h5py.AttributeManager, values: Mapping[str, Any], *,
+                 where: str = "attributes") -> None:
+    """Store `values` as HDF5 attributes, in order (the group tracks creation order).
+
+    bool, int within int64, float and str become native HDF5 scalars; every other value
+    (None, list, tuple, dict, bigger ints, strings with NUL or lone surrogates) becomes
+    ``attrs["json:" + key] = json.dumps(value)`` (ASCII, NaN and infinities allowed); tuples
+    come back as lists. Keys must be non-empty UTF-8 strings without NUL, not starting with
+    ``json:`` (`ValueError`); a value of another type is a `TypeError` (both are bugs of the
+    caller, not bad input).
+    """
+    for key, value in values.items():
+        if (not isinstance(key, str) or not key or "\x00" in key
+                or key.startswith(JSON_PREFIX) or _native(key) is None):
+            raise ValueError(f"{where}: {key!r} cannot be an attribute name")
+        native = _native(value)
+        if native is not None:
+            attrs[key] = native
+        else:
+            attrs[JSON_PREFIX + key] = json.dumps(_plain(value, f"{where} {key}"),
+                                                  ensure_ascii=True)
+
+
+def decode_attrs(attrs: h5py.AttributeManager) -> dict[str, Any]:
+    """The mapping `encode_attrs` stored, as Python values, in creation order."""
+    out: dict[str, Any] = {}
+    for key, value in attrs.items():
+        if key.startswith(JSON_PREFIX):
+            out[key[len(JSON_PREFIX):]] = json.loads(value)
+        elif isinstance(value, np.generic):
+            out[key] = value.item()
+        elif isinstance(value, bytes):
+            out[key] = value.decode("utf-8", "replace")
+        elif isinstance(value, np.ndarray):  # not written by cosim; read leniently
+            out[key] = value.tolist()
+        elif isinstance(value, h5py.Empty):
+            out[key] = None
+        else:
+            out[key] = value
+    return out
+
+
+# -- writing --------------------------------------------------------------------------------
+
+def check_run_id(run_id: str) -> str:
+    """`run_id` if it can name a run group: a non-empty string without ``/``, control
+    characters or surrounding spaces, other than ``.`` and ``..``; else `InputError`."""
+    bad = (not isinstance(run_id, str) or not run_id or run_id in (".", "..")
+           or "/" in run_id or run_id != run_id.strip()
+           or any(ord(c) < 32 or ord(c) == 127 for c in run_id))
+    if bad:
+        raise InputError(f"{run_id!r} cannot name a run (non-empty, no '/', no control "
+                         "characters or surrounding spaces, not '.' or '..')", field="run_id")
+    return run_id
+
+
+def _versions() -> dict[str, str]:
+    return {"cosim": __version__, "python": _platform.python_version(),
+            "numpy": np.__version__, "h5py": h5py.__version__,
+            "hdf5": h5py.version.hdf5_version}
+
+
+def command_provenance(argv: Sequence[str] | None = None) -> dict[str, str]:
+    """Provenance of a command: its command line (when given) and the current UTC date, for
+    the `provenance` argument of `write_results` (the only place a date belongs)."""
+    out = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
+    if argv is not None:
+        out["command"] = shlex.join(argv)
+    return out
+
+
+def _put(group: h5py.Group, table: Table, data: np.ndarray) -> None:
+    if data.dtype != table.dtype:
+        raise TypeError(f"{table.name}: dtype {data.dtype} is not {table.dtype}")
+    opts: dict[str, Any] = {}
+    if table.compress:
+        # maxshape None lets an empty table be chunked too (a chunk may not exceed fixed dims)
+        opts = {"chunks": (max(1, min(len(data), CHUNK_ROWS)),), "maxshape": (None,),
+                "compression": "gzip", "compression_opts": 4, "shuffle": True}
+    d = group.create_dataset(table.name, data=data, track_times=False, **opts)
+    d.attrs["units"] = np.array(table.units, dtype=h5py.string_dtype())
+    d.attrs["description"] = table.description
+
+
+def _hosts_table(run: RunTables) -> np.ndarray:
+    names = [n.encode("utf-8") for n in run.host_names]
+    if not len(names) == len(run.racks) == run.n_hosts:
+        raise ValueError(f"run {run.run_id}: {run.n_hosts} hosts, {len(names)} names, "
+                         f"{len(run.racks)} racks")
+    width = max((len(n) for n in names), default=1) or 1
+    hosts = np.zeros(run.n_hosts, dtype=[("name", f"S{width}"), ("rack", "<i4")])
+    hosts["name"] = names
+    hosts["rack"] = run.racks
+    return hosts
+
+
+def _write_run(runs: h5py.Group, run: RunTables, chunks: bool) -> None:
+    g = runs.create_group(run.run_id, track_order=True)
+    g.attrs["n_hosts"] = np.int64(run.n_hosts)
+    g.attrs["cores_per_host"] = np.int64(run.cores_per_host)
+    for name, values in (("config", run.config), ("metrics", run.metrics),
+                         ("stats", run.stats)):
+        encode_attrs(g.create_group(name, track_order=True).attrs, values,
+                     where=f"run {run.run_id} {name}")
+    d = g.create_dataset("hosts", data=_hosts_table(run), track_times=False)
+    d.attrs["units"] = np.array(("", ""), dtype=h5py.string_dtype())
+    d.attrs["description"] = "one row per host: its name (UTF-8) and rack"
+    _put(g, _BY_NAME["jobs"], run.jobs)
+    _put(g, _BY_NAME["allocations"], run.allocations)
+    _put(g, _BY_NAME["workers"], run.workers)
+    if chunks and run.chunks is not None:
+        _put(g, _BY_NAME["chunks"], run.chunks)
+    for name, (times, values) in zip(_SERIES, step_series(run).values(), strict=True):
+        table = _BY_NAME[name]
+        s = np.zeros(len(times), dtype=table.dtype)
+        s["time"] = times
+        s[_SERIES[name]] = values
+        _put(g, table, s)
+
+
+def _check_new(runs: Sequence[RunTables]) -> None:
+    seen: set[str] = set()
+    for run in runs:
+        check_run_id(run.run_id)
+        if run.run_id in seen:
+            raise InputError(f"run {run.run_id!r} is twice in the results", field="run_id")
+        seen.add(run.run_id)
+
+
+def _in_memory(name: str) -> h5py.File:
+    return h5py.File(f"<memory>/{name}", "w", driver="core", backing_store=False,
+                     libver=_LIBVER, track_order=True)
+
+
+def _save(f: h5py.File, path: Path) -> None:
+    """Write the in-memory file `f` to `path` atomically and close it."""
+    f.flush()
+    image = f.id.get_file_image()
+    f.close()
+    with atomic_open(path, "wb") as fh:
+        fh.write(image)
+
+
+def write_results(path: str | os.PathLike[str], runs: Sequence[RunTables], *,
+                  provenance: Mapping[str, Any] | None = None, chunks: bool = False) -> None:
+    """Write `runs` to the HDF5 file `path` atomically (schema: docs/results.md).
+
+    Parameters
+    ----------
+    path:
+        The file (usually ``results.h5``); its directory is created if needed.
+    runs:
+        The runs, stored and read back in this order; their run ids must be distinct valid
+        names (`check_run_id`), else `InputError`.
+    provenance:
+        Extra ``/provenance`` attributes (e.g. `command_provenance`), over the software
+        versions written always. Nothing else in the file depends on when it was written.
+    chunks:
+        Store each run's chunk table when it has one (compressed; the largest table).
+    """
+    target = Path(path)
+    _check_new(runs)
+    f = _in_memory(target.name)
+    try:
+        f.attrs["schema"] = SCHEMA
+        f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
+        encode_attrs(f.create_group("provenance", track_order=True).attrs,
+                     {**_versions(), **(provenance or {})}, where="provenance")
+        group = f.create_group("runs", track_order=True)
+        for run in runs:
+            _write_run(group, run, chunks)
+    except BaseException:
+        f.close()
+        raise
+    _save(f, target)
+
+
+def append_run(path: str | os.PathLike[str], run: RunTables, *,
+               provenance: Mapping[str, Any] | None = None, chunks: bool = False) -> None:
+    """Add `run` to the results file `path`, atomically; create the file if missing.
+
+    The existing file must be a results file of this schema version (`InputError`
+    otherwise) without a run of the same id (`InputError`). Its provenance is kept;
+    `provenance` is used only when the file is created. The whole file is rewritten (from an
+    in-memory copy), so a long command appending run after run pays O(file size) each time.
+    Not for concurrent writers: of two processes appending at once, the last rename wins, so
+    one process (rank 0) should do all the appending.
+    """
+    target = Path(path)
+    check_run_id(run.run_id)
+    if not target.exists():
+        write_results(target, [run], provenance=provenance, chunks=chunks)
+        return
+    try:
+        image = target.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror or exc})", file=target) from None
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    fapl.set_fapl_core(backing_store=False)
+    fapl.set_libver_bounds(h5py.h5f.LIBVER_V18, h5py.h5f.LIBVER_V18)
+    fapl.set_file_image(image)
+    try:
+        f = h5py.File(h5py.h5f.open(f"<memory>/{target.name}".encode(), h5py.h5f.ACC_RDWR,
+                                    fapl))
+    except OSError:
+        raise InputError("not a readable HDF5 file", file=target) from None
+    try:
+        _check_schema(f, target, append=True)
+        group = _group(f, "runs", target)
+        if run.run_id in group:
+            raise InputError(f"run {run.run_id!r} is already in the file", file=target,
+                             field="run_id")
+        _write_run(group, run, chunks)
+    except BaseException:
+        f.close()
+        raise
+    _save(f, target)
+
+
+# -- reading --------------------------------------------------------------------------------
+
+@contextmanager
+def _open(path: str | os.PathLike[str]) -> Iterator[tuple[h5py.File, Path]]:
+    """The results file at `path`, open for reading, schema checked; errors as InputError."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file", file=p)
+    if p.is_dir():
+        raise InputError("is a directory, not a results file", file=p)
+    try:
+        f = h5py.File(p, "r")
+    except OSError as exc:
+        try:
+            hdf5 = h5py.is_hdf5(p)
+        except OSError:
+            hdf5 = False
+        if not hdf5:
+            raise InputError("not an HDF5 file", file=p) from None
+        raise InputError(f"cannot read the HDF5 file ({exc})", file=p) from None
+    try:
+        _check_schema(f, p)
+        yield f, p
+    except OSError as exc:  # a damaged file: HDF5 fails on the object it cannot read
+        raise InputError(f"cannot read the HDF5 file ({exc})", file=p) from None
+    finally:
+        f.close()
+
+
+def _check_schema(f: h5py.File, path: Path, *, append: bool = False) -> None:
+    schema, version = f.attrs.get("schema"), f.attrs.get("schema_version")
+    if schema is None or version is None:
+        raise InputError("not a cosim results file (no schema/schema_version attribute)",
+                         file=path)
+    if schema != SCHEMA:
+        raise InputError(f"not a cosim results file (schema {schema!r})", file=path)
+    if not isinstance(version, np.integer) or version < 1:
+        raise InputError(f"unknown schema_version {version!r}", file=path)
+    if version > SCHEMA_VERSION:
+        raise InputError(f"schema_version {int(version)} is newer than this cosim reads "
+                         f"({SCHEMA_VERSION}); upgrade cosim", file=path)
+    if append and version != SCHEMA_VERSION:
+        raise InputError(f"cannot append to a schema_version {int(version)} file (this cosim "
+                         f"writes {SCHEMA_VERSION})", file=path)
+
+
+def _group(parent: h5py.Group, name: str, path: Path) -> h5py.Group:
+    g = parent.get(name)
+    if not isinstance(g, h5py.Group):
+        raise InputError(f"missing group {parent.name.rstrip('/')}/{name}", file=path)
+    return g
+
+
+def _attrs(parent: h5py.Group, name: str, path: Path) -> dict[str, Any]:
+    g = _group(parent, name, path)
+    try:
+        return decode_attrs(g.attrs)
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        raise InputError(f"bad JSON attribute in {g.name} ({exc})", file=path) from None
+
+
+def _int_attr(g: h5py.Group, name: str, path: Path) -> int:
+    value = g.attrs.get(name)
+    if not isinstance(value, np.integer):
+        raise InputError(f"missing integer attribute {name} of {g.name}", file=path)
+    return int(value)
+
+
+def _table(g: h5py.Group, name: str, dtype: np.dtype, path: Path) -> np.ndarray:
+    """Dataset `name` of `g` as an array of `dtype`; fields the reader does not know are
+    dropped (a newer writer may add some), missing or unconvertible ones are an error."""
+    d = g.get(name)
+    if not isinstance(d, h5py.Dataset):
+        raise InputError(f"missing dataset {g.name}/{name}", file=path)
+    names = d.dtype.names or ()
+    missing = [n for n in dtype.names if n not in names]
+    if d.ndim != 1 or missing:
+        raise InputError(f"dataset {d.name} is not a table of {', '.join(dtype.names)}"
+                         + (f" (missing {', '.join(missing)})" if missing else ""), file=path)
+    data = d[()]
+    if data.dtype == dtype:
+        return data
+    out = np.empty(len(data), dtype=dtype)
+    try:
+        for n in dtype.names:
+            out[n] = data[n]
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"dataset {d.name}: {exc}", file=path) from None
+    return out
+
+
+def _read_run(g: h5py.Group, path: Path, chunks: bool) -> RunTables:
+    n_hosts = _int_attr(g, "n_hosts", path)
+    hosts = g.get("hosts")
+    if not isinstance(hosts, h5py.Dataset) or hosts.dtype.names != ("name", "rack"):
+        raise InputError(f"missing dataset {g.name}/hosts (name, rack)", file=path)
+    h = hosts[()]
+    if len(h) != n_hosts:
+        raise InputError(f"{g.name}/hosts has {len(h)} rows for n_hosts = {n_hosts}",
+                         file=path)
+    try:
+        names = tuple(n.decode("utf-8") for n in h["name"])
+    except UnicodeDecodeError:
+        raise InputError(f"{g.name}/hosts: a host name is not UTF-8", file=path) from None
+    tables = {name: _table(g, name, _BY_NAME[name].dtype, path)
+              for name in ("jobs", "allocations", "workers")}
+    chunk_table = _BY_NAME["chunks"]
+    has_chunks = chunks and chunk_table.name in g
+    return RunTables(
+        run_id=g.name.rsplit("/", 1)[-1],
+        config=_attrs(g, "config", path), metrics=_attrs(g, "metrics", path),
+        stats=_attrs(g, "stats", path), n_hosts=n_hosts,
+        cores_per_host=_int_attr(g, "cores_per_host", path), host_names=names,
+        racks=h["rack"].astype(np.int32), **tables,
+        chunks=_table(g, chunk_table.name, chunk_table.dtype, path) if has_chunks else None,
+    )
+
+
+def read_results(path: str | os.PathLike[str], *, chunks: bool = True) -> list[RunTables]:
+    """The runs of the results file `path`, in the order they were written.
+
+    Exact round trip of `write_results`: the same arrays and dtypes, configs, metrics and
+    statistics (tuples come back as lists, numpy scalars as Python scalars). `chunks` False
+    skips the chunk tables (often most of the file) and gives ``chunks=None``. The step
+    series are not read (`cosim.output.tables.step_series` recomputes them). Any problem of
+    the file is an `InputError` naming it.
+    """
+    out = []
+    with _open(path) as (f, p):
+        for g in _group(f, "runs", p).values():
+            if not isinstance(g, h5py.Group):
+                raise InputError(f"{g.name} is not a run group", file=p)
+            out.append(_read_run(g, p, chunks))
+    return out
+
+
+def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``/provenance`` attributes of the results file `path` (software versions, and
+    the command line and date when they were given)."""
+    with _open(path) as (f, p):
+        return _attrs(f, "provenance", p)

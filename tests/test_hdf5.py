@@ -1,0 +1,400 @@
+"""results.h5: exact round trip, byte reproducibility, append, bad files, and the reports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cosim.errors import InputError
+from cosim.output import hdf5
+from cosim.output.hdf5 import (
+    SCHEMA_VERSION,
+    TABLES,
+    append_run,
+    command_provenance,
+    decode_attrs,
+    encode_attrs,
+    read_provenance,
+    read_results,
+    write_results,
+)
+from cosim.output.metrics import summary
+from cosim.output.report import CSV_METRICS, report_csv, report_table
+from cosim.output.tables import RunTables, step_series
+from cosim.testing.runs import tiny_tables
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "results.md"
+TABLE_NAMES = ("jobs", "allocations", "workers", "chunks")
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[RunTables]:
+    """The tiny run with RCA yield and with RCA off (chunk tables recorded in both)."""
+    return [tiny_tables(run_id="rca-yield"), tiny_tables(rca=False, run_id="rca-off")]
+
+
+def assert_same(a: RunTables, b: RunTables, *, chunks: bool = True) -> None:
+    assert (a.run_id, a.n_hosts, a.cores_per_host, a.host_names) == \
+        (b.run_id, b.n_hosts, b.cores_per_host, b.host_names)
+    # JSON text compares NaN equal to NaN and tells 1 from 1.0 and True
+    for name in ("config", "metrics", "stats"):
+        assert json.dumps(getattr(a, name)) == json.dumps(getattr(b, name)), name
+    assert a.racks.dtype == b.racks.dtype and np.array_equal(a.racks, b.racks)
+    for name in TABLE_NAMES:
+        x, y = getattr(a, name), getattr(b, name)
+        if name == "chunks" and not chunks:
+            assert y is None
+            continue
+        assert x.dtype == y.dtype, name
+        assert x.tobytes() == y.tobytes(), name  # bit for bit, NaNs included
+
+
+# -- round trip ------------------------------------------------------------------------------
+
+def test_round_trip_with_chunks(tmp_path, runs):
+    path = tmp_path / "results.h5"
+    write_results(path, runs, chunks=True)
+    back = read_results(path)
+    assert [r.run_id for r in back] == ["rca-yield", "rca-off"]  # written order, not sorted
+    for a, b in zip(runs, back, strict=True):
+        assert a.chunks is not None and len(a.chunks) > 0
+        assert_same(a, b)
+    assert [r.chunks for r in read_results(path, chunks=False)] == [None, None]
+
+
+def test_round_trip_without_chunks(tmp_path, runs):
+    path = tmp_path / "results.h5"
+    write_results(path, runs)
+    with h5py.File(path) as f:
+        assert "chunks" not in f["runs/rca-yield"]
+    for a, b in zip(runs, read_results(path), strict=True):
+        assert_same(a, b, chunks=False)
+
+
+def test_layout_units_and_series(tmp_path, runs):
+    path = tmp_path / "results.h5"
+    write_results(path, runs[:1], chunks=True)
+    run = runs[0]
+    with h5py.File(path) as f:
+        assert f.attrs["schema"] == "cosim.results"
+        assert f.attrs["schema_version"] == SCHEMA_VERSION
+        g = f["runs/rca-yield"]
+        assert g.attrs["n_hosts"] == 8 and g.attrs["cores_per_host"] == 2
+        assert g["config"].attrs["rca"] == "yield"
+        assert g["metrics"].attrs["makespan_s"] == run.metrics["makespan_s"]
+        for name, d in g.items():
+            if isinstance(d, h5py.Dataset):
+                assert len(d.attrs["units"]) == len(d.dtype.names), name
+                assert d.attrs["description"], name
+        units = dict(zip(g["jobs"].dtype.names, g["jobs"].attrs["units"], strict=True))
+        assert units["submit"] == "ns" and units["wait_s"] == "s" and units["id"] == ""
+        assert g["jobs"].dtype["start"] == np.dtype("<i8")
+        assert g["chunks"].compression == "gzip" and g["chunks"].chunks is not None
+        series = step_series(run)
+        for name, field in (("utilization", "busy_hosts"), ("running", "running"),
+                            ("queued", "queued")):
+            key = "busy_hosts" if name == "utilization" else name
+            times, values = series[key]
+            assert np.array_equal(g[name]["time"], times)
+            assert np.array_equal(g[name][field], values)
+
+
+def test_docs_name_every_dataset_field_and_unit():
+    text = DOCS.read_text()
+    assert f"schema version {SCHEMA_VERSION}" in text
+    sections = text.split("\n### ")
+    for table in TABLES:
+        (section,) = [s for s in sections if f"`{table.name}`" in s.splitlines()[0]]
+        for field, unit in zip(table.dtype.names, table.units, strict=True):
+            # a row of the section's field table: | `field` | `<i8` | ns | meaning |
+            row = re.search(rf"\| `{field}` \| `(?:<[if]\d|S[^`]*)` \| ([^|]*)\|", section)
+            assert row and row.group(1).strip() == unit, (table.name, field)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(
+    st.text(min_size=1).filter(lambda k: "\x00" not in k and not k.startswith("json:")),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats()
+        | st.text(st.characters(exclude_categories=())),  # surrogates and NULs included
+        lambda inner: st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(), inner, max_size=3),
+        max_leaves=6),
+    max_size=6))
+def test_attribute_values_round_trip(values):
+    with h5py.File("mem.h5", "w", driver="core", backing_store=False, track_order=True) as f:
+        g = f.create_group("config", track_order=True)
+        encode_attrs(g.attrs, values)
+        back = decode_attrs(g.attrs)
+    assert json.dumps(back) == json.dumps(values)  # same values, types and order
+
+
+def test_config_with_every_kind_of_value(tmp_path, runs):
+    config = {"technique": None, "rca": "yield", "hosts": 8, "walltime_kill": True,
+              "quantum_s": 0.0, "params": {"chunk": "4"}, "ids": (1, 2), "big": 2**70,
+              "nan": float("nan"), "np": np.int32(3), "name\u00e9": "caf\u00e9"}
+    path = tmp_path / "results.h5"
+    write_results(path, [replace(runs[0], config=config)])
+    (back,) = read_results(path)
+    assert back.config["technique"] is None and back.config["ids"] == [1, 2]
+    assert back.config["big"] == 2**70 and back.config["np"] == 3
+    assert type(back.config["walltime_kill"]) is bool and type(back.config["hosts"]) is int
+    with h5py.File(path) as f:
+        attrs = f["runs/rca-yield/config"].attrs
+        assert attrs["json:technique"] == "null" and attrs["rca"] == "yield"
+    with pytest.raises(TypeError):
+        write_results(path, [replace(runs[0], config={"where": Path("x")})])
+    with pytest.raises(ValueError):
+        write_results(path, [replace(runs[0], config={"json:x": 1})])
+
+
+def test_provenance(tmp_path, runs):
+    path = tmp_path / "results.h5"
+    write_results(path, runs[:1], provenance=command_provenance(["cosim", "run", "--x", "a b"]))
+    prov = read_provenance(path)
+    assert prov["command"] == "cosim run --x 'a b'"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", prov["date"])
+    assert {"cosim", "python", "numpy", "h5py", "hdf5"} <= set(prov)
+    with h5py.File(path) as f:  # the run itself holds no date
+        assert "date" not in f["runs/rca-yield/config"].attrs
+
+
+# -- reproducibility and atomicity -----------------------------------------------------------
+
+def test_same_runs_give_the_same_bytes(tmp_path, runs):
+    a, b = tmp_path / "a.h5", tmp_path / "b" / "results.h5"
+    write_results(a, runs, chunks=True)
+    write_results(b, runs, chunks=True)
+    assert a.read_bytes() == b.read_bytes()
+    with h5py.File(a) as f:
+        def no_times(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                assert not obj.id.get_create_plist().get_obj_track_times(), name
+        f.visititems(no_times)
+
+
+def test_same_bytes_from_another_process(tmp_path, runs):
+    """Nothing process-dependent (addresses, uninitialised memory) reaches the file."""
+    (tmp_path / "runs.pickle").write_bytes(pickle.dumps(runs))
+    code = ("import pickle, sys; from cosim.output.hdf5 import write_results; "
+            "write_results(sys.argv[2], pickle.load(open(sys.argv[1], 'rb')), chunks=True)")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "runs.pickle"),
+                    str(tmp_path / "other.h5")], check=True)
+    write_results(tmp_path / "here.h5", runs, chunks=True)
+    assert (tmp_path / "here.h5").read_bytes() == (tmp_path / "other.h5").read_bytes()
+
+
+def test_no_temporary_file_after_a_failure(tmp_path, runs, monkeypatch):
+    path = tmp_path / "results.h5"
+    with pytest.raises(TypeError):  # fails while building: nothing touches the disk
+        write_results(path, [replace(runs[0], metrics={"x": object()})])
+    assert list(tmp_path.iterdir()) == []
+    write_results(path, runs[:1])
+    before = path.read_bytes()
+
+    def broken(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken)
+    with pytest.raises(InputError, match="results.h5.*No space left"):
+        write_results(path, runs)
+    with pytest.raises(InputError, match="No space left"):
+        append_run(path, runs[1])
+    monkeypatch.undo()
+    assert [p.name for p in tmp_path.iterdir()] == ["results.h5"]
+    assert path.read_bytes() == before
+
+
+# -- append --------------------------------------------------------------------------------
+
+def test_append_run(tmp_path, runs):
+    path = tmp_path / "results.h5"
+    append_run(path, runs[0], chunks=True, provenance={"command": "first"})
+    append_run(path, runs[1], provenance={"command": "ignored"})
+    back = read_results(path)
+    assert [r.run_id for r in back] == ["rca-yield", "rca-off"]
+    assert_same(runs[0], back[0])
+    assert_same(runs[1], back[1], chunks=False)
+    assert read_provenance(path)["command"] == "first"
+    before = path.read_bytes()
+    with pytest.raises(InputError, match=r"results.h5: field run_id: run 'rca-off' is already"):
+        append_run(path, runs[1])
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("run_id", ["", "a/b", ".", "..", " x", "x\n", "tab\there"])
+def test_bad_run_ids(tmp_path, runs, run_id):
+    with pytest.raises(InputError, match="run_id"):
+        write_results(tmp_path / "r.h5", [replace(runs[0], run_id=run_id)])
+    assert not (tmp_path / "r.h5").exists()
+
+
+def test_duplicate_run_ids(tmp_path, runs):
+    with pytest.raises(InputError, match="'rca-yield' is twice"):
+        write_results(tmp_path / "r.h5", [runs[0], runs[0]])
+
+
+# -- bad files ----------------------------------------------------------------------------
+
+def _edit(path: Path, fn) -> None:
+    with h5py.File(path, "r+") as f:
+        fn(f)
+
+
+def _drop_field(f: h5py.File) -> None:
+    jobs = f["runs/rca-yield/jobs"][()]
+    del f["runs/rca-yield/jobs"]
+    names = [n for n in jobs.dtype.names if n != "status"]
+    f["runs/rca-yield/jobs"] = jobs[names]
+
+
+BAD_EDITS = {
+    "newer version": (lambda f: f.attrs.modify("schema_version", SCHEMA_VERSION + 1),
+                      "schema_version 2 is newer than this cosim reads"),
+    "version zero": (lambda f: f.attrs.modify("schema_version", 0), "unknown schema_version"),
+    "version text": (lambda f: f.attrs.__setitem__("schema_version", "1"), "unknown schema_version"),
+    "no version": (lambda f: f.attrs.__delitem__("schema_version"), "not a cosim results"),
+    "other schema": (lambda f: f.attrs.modify("schema", "other"), "not a cosim results"),
+    "no runs": (lambda f: f.__delitem__("runs"), "missing group /runs"),
+    "no jobs": (lambda f: f.__delitem__("runs/rca-yield/jobs"),
+                "missing dataset /runs/rca-yield/jobs"),
+    "no config": (lambda f: f.__delitem__("runs/rca-yield/config"),
+                  "missing group /runs/rca-yield/config"),
+    "no field": (_drop_field, "missing status"),
+    "no n_hosts": (lambda f: f["runs/rca-yield"].attrs.__delitem__("n_hosts"),
+                   "missing integer attribute n_hosts"),
+    "bad json": (lambda f: f["runs/rca-yield/config"].attrs.create("json:x", "{"),
+                 "bad JSON attribute in /runs/rca-yield/config"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_EDITS))
+def test_damaged_results_file(tmp_path, runs, case):
+    path = tmp_path / "results.h5"
+    write_results(path, runs[:1])
+    edit, message = BAD_EDITS[case]
+    _edit(path, edit)
+    with pytest.raises(InputError) as err:
+        read_results(path)
+    assert str(err.value).startswith(f"{path}: ") and message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_missing_garbage_and_foreign_files(tmp_path, runs):
+    cases = {"missing.h5": "no such file", "garbage.h5": "not an HDF5 file",
+             "empty.h5": "not an HDF5 file", "foreign.h5": "not a cosim results file",
+             "truncated.h5": "cannot read the HDF5 file", "adir": "is a directory"}
+    (tmp_path / "garbage.h5").write_bytes(b"\x89HDF-not-really" + bytes(range(256)) * 8)
+    (tmp_path / "empty.h5").write_bytes(b"")
+    with h5py.File(tmp_path / "foreign.h5", "w") as f:
+        f["x"] = np.arange(3)
+    write_results(tmp_path / "ok.h5", runs)
+    (tmp_path / "truncated.h5").write_bytes((tmp_path / "ok.h5").read_bytes()[:3000])
+    (tmp_path / "adir").mkdir()
+    for name, message in cases.items():
+        for read in (read_results, read_provenance):
+            with pytest.raises(InputError) as err:
+                read(tmp_path / name)
+            assert str(err.value) == f"{tmp_path / name}: {message}" or (
+                str(err.value).startswith(f"{tmp_path / name}: {message}")), name
+    for name in ("garbage.h5", "foreign.h5"):
+        before = (tmp_path / name).read_bytes()
+        with pytest.raises(InputError, match=re.escape(name)):
+            append_run(tmp_path / name, runs[0])
+        assert (tmp_path / name).read_bytes() == before
+
+
+def test_newer_additions_are_ignored(tmp_path, runs):
+    """The rule of docs/results.md: a new dataset or field keeps the version readable."""
+    path = tmp_path / "results.h5"
+    write_results(path, runs[:1])
+
+    def add(f):
+        jobs = f["runs/rca-yield/jobs"][()]
+        wider = np.zeros(len(jobs), dtype=[(n, jobs.dtype[n]) for n in jobs.dtype.names]
+                         + [("energy_j", "<f8")])
+        for n in jobs.dtype.names:
+            wider[n] = jobs[n]
+        del f["runs/rca-yield/jobs"]
+        f["runs/rca-yield/jobs"] = wider
+        f["runs/rca-yield/new_series"] = np.arange(4)
+
+    _edit(path, add)
+    (back,) = read_results(path)
+    assert_same(runs[0], back, chunks=False)
+
+
+# -- reports -------------------------------------------------------------------------------
+
+def test_report_table(runs):
+    lines = report_table(runs).splitlines()
+    assert len(lines) == 1 + len(runs)
+    header = lines[0]
+    for col in ("run", "workload", "technique", "rca", "makespan [s]", "utilization [%]",
+                "mean wait [s]", "mean slowdown", "yields [hosts]", "lends [hosts]"):
+        assert col in header
+    for run, line in zip(runs, lines[1:], strict=True):
+        m = run.metrics
+        assert line.split() == [
+            run.run_id, "tiny", "STATIC", run.config["rca"], f"{m['makespan_s']:.3f}",
+            f"{100 * m['utilization']:.2f}", f"{m['mean_wait_s']:.3f}",
+            f"{m['mean_slowdown']:.3f}", str(m["yields"]), str(m["lends"])]
+        assert len(line) <= len(header)  # right-aligned under the header
+    # columns line up: every numeric cell ends where its header ends
+    end = header.index("makespan [s]") + len("makespan [s]")
+    assert all(line[end - 1] != " " for line in lines[1:])
+
+
+def test_report_table_missing_values(runs):
+    batch_only = replace(runs[0], run_id="b", config={"workload": "/x/y/kth.swf",
+                                                      "technique": None},
+                         metrics={"makespan_s": 1.5})
+    row = report_table([batch_only]).splitlines()[1].split()
+    assert row == ["b", "kth.swf", "-", "-", "1.500", "-", "-", "-", "-", "-"]
+
+
+def test_report_csv(runs):
+    extra = replace(runs[1], run_id="extra", metrics={**runs[1].metrics, "energy_j": 2.5,
+                                                      "note": None, "hist": [1, 2]})
+    text = report_csv([*runs, extra])
+    rows = list(csv.DictReader(io.StringIO(text)))
+    header = text.splitlines()[0].split(",")
+    assert header == ["run_id", "workload", "technique", "rca", *CSV_METRICS, "energy_j",
+                      "note"]
+    assert tuple(CSV_METRICS) == tuple(summary((), 1))
+    for run, row in zip([*runs, extra], rows, strict=True):
+        assert (row["run_id"], row["rca"]) == (run.run_id, run.config["rca"])
+        for key in CSV_METRICS:
+            value = run.metrics[key]
+            assert type(value)(row[key]) == value, key  # exact, not approximately
+    assert rows[0]["energy_j"] == "" and rows[2]["energy_j"] == "2.5"
+    assert rows[2]["note"] == ""
+    assert report_csv([*runs, extra]) == text  # stable
+    assert report_csv(runs).splitlines()[0].split(",") == header[:-2]
+
+
+def test_report_from_file(tmp_path, runs):
+    path = tmp_path / "results.h5"
+    write_results(path, runs, chunks=True)
+    back = read_results(path, chunks=False)
+    assert report_table(back) == report_table(runs)
+    assert report_csv(back) == report_csv(runs)
+
+
+def test_module_constants():
+    assert hdf5.JSON_PREFIX == "json:"
+    assert [t.name for t in TABLES][:4] == list(TABLE_NAMES)
