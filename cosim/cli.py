@@ -119,8 +119,34 @@ def build_parser() -> argparse.ArgumentParser:
                      help="under mpiexec, rank 0 simulates apps too (default: ranks 1..K-1)")
     run.add_argument("--out", metavar="DIR",
                      help="output directory (default under runs/)")
+    run.add_argument("--trace", choices=("none", "batch", "full"), default=None,
+                     help="OTF2 trace for Vampir in OUT/trace/: batch = job regions and "
+                     "counters, full = also chunks, overheads and master-worker messages "
+                     "(default: full for the main job, none otherwise)")
+    run.add_argument("--plots", action=argparse.BooleanOptionalAction, default=None,
+                     help="write PNG plots: utilization, Gantt, load imbalance (default: on "
+                     "for the main job, off otherwise)")
+    run.add_argument("--chunks", action="store_true",
+                     help="store every app's chunk table in results.h5 (compressed)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
     run.set_defaults(handler=_cmd_run)
+
+    report = sub.add_parser(
+        "report", help="print the summary table of every run in a results.h5",
+        description="Print one row per run of a results.h5 file (makespan, utilization, "
+        "waits, slowdowns, RCA counts), or every scalar metric as CSV.")
+    report.add_argument("results", metavar="RESULTS.h5")
+    report.add_argument("--csv", action="store_true", help="CSV with every scalar metric")
+    report.set_defaults(handler=_cmd_report)
+
+    plot = sub.add_parser(
+        "plot", help="draw the plots of the runs in a results.h5",
+        description="Write PNGs of the runs in a results.h5: system utilization over time "
+        "(all runs), a Gantt chart of hosts x time per run, the load-imbalance profile.")
+    plot.add_argument("results", metavar="RESULTS.h5")
+    plot.add_argument("--out", metavar="DIR",
+                      help="where to write the PNGs (default: next to RESULTS.h5)")
+    plot.set_defaults(handler=_cmd_plot)
 
     workload = sub.add_parser("workload", help="generate workloads (SWF)")
     wsub = workload.add_subparsers(dest="generator", required=True, metavar="GENERATOR")
@@ -226,7 +252,10 @@ def _run_options(args: argparse.Namespace, workload: str):
         exclusion_ok=args.exclusion_ok, max_slowdown=args.max_slowdown,
         exclusion_max_short=args.exclusion_max_short,
         app_overrides=parse_pairs(args.app_overrides, option="app-overrides"),
-        quantum_s=args.quantum, seed=args.seed, out=args.out)
+        quantum_s=args.quantum, seed=args.seed, out=args.out,
+        trace=args.trace or ("full" if workload is None else "none"),
+        plots=args.plots if args.plots is not None else workload is None,
+        chunks=args.chunks)
 
 
 def _warn(message: str) -> None:
@@ -242,6 +271,7 @@ def _mpi_rank_size() -> tuple[int, int]:
 def _cmd_run(args: argparse.Namespace) -> int:
     from cosim.experiment import (
         default_out, execute, main_out, plan, prepare, serve_als, write_outputs,
+        write_plots_of,
     )
 
     rank, size = _mpi_rank_size()
@@ -256,16 +286,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
             for run in runs:
                 serve_als(run, comm)
             return 0
-    records = []
-    for run in runs:
+    records, tables = [], []
+    for i, run in enumerate(runs):
         if args.workload is None:
             print(f"cosim: simulating {Path(run.opt.workload).name} with {run.opt.technique}, "
                   f"RCA {run.opt.rca} ...", file=sys.stderr, flush=True)
         record = execute(run, comm=comm, rank0_apps=args.rank0_apps)
         out = Path(run.opt.out) if args.workload and run.opt.out else (
             default_out(run.opt) if args.workload else main_out(run.opt, run.opt.rca))
-        write_outputs(record, out)
+        # one results.h5 per command: the main job's two runs go into the directory above them
+        base = out if args.workload else out.parent
+        tables.append(write_outputs(record, out, run_id=out.name, results=base / "results.h5",
+                                    first=i == 0, argv=["cosim", *sys.argv[1:]]))
         records.append(record)
+    if runs[0].opt.plots:
+        from cosim.output.runfiles import write_summary
+
+        pngs = write_plots_of(tables, base)
+        for r in records:  # each summary.json (already complete) now names the plots too
+            r.summary["plots"] = [str(p) for p in pngs]
+            write_summary(Path(r.summary["out"]) / "summary.json", r.summary)
     summaries = [r.summary for r in records]
     if args.json:
         json.dump(summaries[0] if args.workload else summaries, sys.stdout)
@@ -300,9 +340,21 @@ def _print_comparison(rows: list[dict]) -> None:
     if any(r["rca"] == "full" for r in rows):
         cells = "".join(f"{_exclusions(r):>14}" for r in rows)
         print(f"{'hosts excluded (asked)':<24}{cells}")
-    print(f"outputs in {Path(rows[0]['out']).parent}/ "
-          f"({', '.join('rca-' + r['rca'] for r in rows)}: jobs.csv, schedule.swf, "
-          "summary.json)")
+    _print_outputs(rows)
+
+
+def _print_outputs(rows: list[dict]) -> None:
+    """Where a command's files are: results.h5 and plots, then each run's directory."""
+    first = rows[0]
+    print(f"results: {first['results']}  (cosim report {first['results']})")
+    if first.get("plots"):
+        print(f"plots:   {', '.join(first['plots'])}")
+    for r in rows:
+        files = "jobs.csv, schedule.swf, summary.json"
+        if r.get("trace"):
+            t = r["trace"]
+            files += f", trace/ ({t['level']}: {t['events']:,} events, {t['wall_s']:.1f} s)"
+        print(f"run {r['run_id']}: {r['out']}/ ({files})")
 
 
 def _exclusions(s: dict) -> str:
@@ -333,7 +385,27 @@ def _print_run(s: dict) -> None:
     if s.get("rca") == "full":
         print(f"  {'exclusions':<22} {_exclusions(s)} hosts excluded (requests), "
               f"{s['stats'].get('rollbacks', 0):,} rollbacks")
-    print(f"  outputs in {s['out']}/ (jobs.csv, schedule.swf, summary.json)")
+    _print_outputs([s])
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from cosim.output.hdf5 import read_results
+    from cosim.output.report import report_csv, report_table
+
+    runs = read_results(args.results, chunks=False)
+    sys.stdout.write(report_csv(runs) if args.csv else report_table(runs))
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from cosim.output.hdf5 import read_results
+    from cosim.output.plots import write_plots
+
+    runs = read_results(args.results, chunks=False)
+    out = Path(args.out) if args.out else Path(args.results).parent
+    for path in write_plots(out, runs):
+        print(path)
+    return 0
 
 
 def _cmd_workload_esp(args: argparse.Namespace) -> int:

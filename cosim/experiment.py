@@ -13,7 +13,7 @@ communicator while ranks 1..K-1 `serve_als` it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ __all__ = ["RunOptions", "RunRecord", "Prepared", "prepare", "execute", "serve_a
 
 MAIN_WORKLOAD = TRACES_DIR / "esp-mandelbrot.swf"
 RCA_MODES = ("off", "yield", "full")
+TRACE_LEVELS = ("none", "batch", "full")
 EXCLUSION_HINTS = ("trace", "all", "none")
 
 
@@ -52,6 +53,9 @@ class RunOptions:
     quantum_s: float = 0.0
     seed: int = 0
     out: str | None = None
+    trace: str = "none"
+    plots: bool = False
+    chunks: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +69,8 @@ class RunRecord:
     platform: Any = None
     n_hosts: int = 0
     loops: dict = field(default_factory=dict)
+    opt: Any = None
+    metrics: dict = field(default_factory=dict)
 
 
 def _rejected(workload):
@@ -106,6 +112,9 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
         raise InputError("the quantum must be >= 0 seconds", field="quantum")
     if opt.seed < 0:
         raise InputError("the seed must be >= 0", field="seed")
+    if opt.trace not in TRACE_LEVELS:
+        raise InputError(f"unknown trace level {opt.trace!r} (known: "
+                         f"{', '.join(TRACE_LEVELS)})", field="trace")
     technique = get(opt.technique)
     make_params(technique, opt.technique_params)
     platform = load_platform(opt.platform)
@@ -143,7 +152,8 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                         exclusion_max_short=opt.exclusion_max_short)
     als = AlsConfig(technique=technique, params=dict(opt.technique_params), comm=Comm(),
                     app_overrides=dict(opt.app_overrides), seed=opt.seed,
-                    max_slowdown=opt.max_slowdown)
+                    max_slowdown=opt.max_slowdown,
+                    record=opt.trace == "full" or opt.chunks)
     return Prepared(opt=opt, platform=platform, n_hosts=n_hosts,
                     cores_per_host=cores_per_host, workload=workload, batch=batch, als=als)
 
@@ -170,6 +180,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     wall = time.perf_counter() - t0
     outcomes = tuple(result.outcomes) + _rejected(p.workload)
     w = p.workload
+    metrics = metrics_summary(outcomes, p.n_hosts)
     summary = {
         "workload": str(opt.workload),
         "platform": p.platform.name,
@@ -181,7 +192,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
         "technique": p.als.technique.name if p.coupled else None,
         "rca": opt.rca,
         "quantum_s": opt.quantum_s,
-        **metrics_summary(outcomes, p.n_hosts),
+        **metrics,
         "skipped": {"runtime": w.skipped_runtime, "cancelled": w.skipped_cancelled,
                     "no_procs": w.skipped_procs, "too_big": w.rejected_too_big,
                     "bad_lines": w.bad_lines},
@@ -190,7 +201,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     }
     return RunRecord(summary=summary, outcomes=outcomes, header=w.header,
                      cores_per_host=p.cores_per_host, platform=p.platform, n_hosts=p.n_hosts,
-                     loops=dict(getattr(result, "loops", {})))
+                     loops=dict(getattr(result, "loops", {})), opt=opt, metrics=metrics)
 
 
 def serve_als(run: Prepared, comm: Any) -> None:
@@ -221,16 +232,67 @@ def default_out(opt: RunOptions) -> Path:
     return Path("runs") / name
 
 
-def write_outputs(record: RunRecord, out: Path) -> None:
-    """``jobs.csv``, ``schedule.swf``, then ``summary.json`` under `out`, each atomically."""
+def tables_of(record: RunRecord, run_id: str) -> Any:
+    """The run as `cosim.output.tables.RunTables` (for ``results.h5``, traces and plots).
+
+    Its stats leave out wall-clock times (they are in ``summary.json``), so ``results.h5``
+    holds only what the simulation determines, apart from its provenance."""
+    from dataclasses import asdict
+
+    from cosim.output.tables import build_tables
+
+    config = {k: (dict(v) if isinstance(v, Mapping) else v)
+              for k, v in asdict(record.opt).items() if k != "out"}
+    stats = {k: v for k, v in record.summary["stats"].items() if not k.startswith("wall")}
+    technique = record.summary.get("technique") or ""
+    return build_tables(record.outcomes, run_id=run_id, config=config,
+                        metrics=record.metrics, stats=stats, platform=record.platform,
+                        n_hosts=record.n_hosts, loops=record.loops, technique=technique)
+
+
+def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
+                  results: Path | None = None, first: bool = True,
+                  argv: Sequence[str] | None = None) -> Any:
+    """The files of one run under `out`, each atomically: ``jobs.csv``, ``schedule.swf``, the
+    OTF2 trace ``trace/`` (when asked for), the run added to ``results.h5`` (`results`,
+    default ``out/results.h5``; a new file when `first`, else appended), then
+    ``summary.json``, which marks a complete run. Returns the run's `RunTables`."""
+    from cosim.output.hdf5 import append_run, command_provenance, write_results
     from cosim.output.runfiles import write_jobs_csv, write_summary
     from cosim.workload.swf_write import write_swf
 
+    opt = record.opt
+    run_id = run_id or out.name
     write_jobs_csv(out / "jobs.csv", record.outcomes)
     write_swf(out / "schedule.swf", record.outcomes, header=record.header,
               cores_per_host=record.cores_per_host)
+    tables = tables_of(record, run_id)
+    if opt.trace != "none":
+        from cosim.output.trace import write_trace
+
+        t0 = time.perf_counter()
+        counts = write_trace(out / "trace", tables, level=opt.trace)
+        record.summary["trace"] = {"path": str(out / "trace" / "traces.otf2"),
+                                   "level": opt.trace, "events": counts.events,
+                                   "wall_s": time.perf_counter() - t0}
+    results = results or out / "results.h5"
+    provenance = command_provenance(argv)
+    if first:
+        write_results(results, [tables], provenance=provenance, chunks=opt.chunks)
+    else:
+        append_run(results, tables, provenance=provenance, chunks=opt.chunks)
+    record.summary["results"] = str(results)
+    record.summary["run_id"] = run_id
     record.summary["out"] = str(out)
     write_summary(out / "summary.json", record.summary)
+    return tables
+
+
+def write_plots_of(runs: Sequence[Any], out: Path) -> list[Path]:
+    """The standard plots of a command's runs under `out` (`cosim.output.plots`)."""
+    from cosim.output.plots import write_plots
+
+    return write_plots(out, runs)
 
 
 def main_out(opt: RunOptions, rca: str) -> Path:

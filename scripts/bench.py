@@ -205,6 +205,111 @@ def _mpi(repeat):
     return rows
 
 
+@bench("hdf5: results.h5 of the main job's two runs (RCA off / yield, chunk tables)")
+def _hdf5(repeat):
+    from dataclasses import replace
+
+    from cosim.experiment import MAIN_WORKLOAD, RunOptions, execute, prepare
+    from cosim.output.hdf5 import read_results, write_results
+    from cosim.output.metrics import summary
+    from cosim.output.tables import build_tables
+
+    metric_keys = tuple(summary((), 1))
+    runs = []
+    for rca in ("off", "yield"):
+        p = prepare(RunOptions(workload=str(MAIN_WORKLOAD), rca=rca))
+        rec = execute(replace(p, als=replace(p.als, record=True)))
+        s = rec.summary
+        config = {k: v for k, v in s.items() if k not in metric_keys + ("stats", "wall_s")}
+        runs.append(build_tables(rec.outcomes, run_id=f"rca-{rca}", config=config,
+                                 metrics={k: s[k] for k in metric_keys}, stats=s["stats"],
+                                 platform=rec.platform, n_hosts=rec.n_hosts, loops=rec.loops,
+                                 technique=s["technique"] or ""))
+    rows = sum(len(r.jobs) + len(r.allocations) + len(r.workers)
+               + (0 if r.chunks is None else len(r.chunks)) for r in runs)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "results.h5"
+        write, _ = best(repeat, lambda: write_results(path, runs, chunks=True))
+        read, _ = best(repeat, lambda: read_results(path))
+        size = path.stat().st_size
+    return [(f"write ({rows:,} table rows)", rows / write, "rows/s", None),
+            ("write wall", write * 1e3, "ms", None),
+            ("read", rows / read, "rows/s", None), ("read wall", read * 1e3, "ms", None),
+            ("file size", size / 1e6, "MB", None)]
+
+
+@bench("otf2: buffered writer, 1.2M synthetic events; full trace of the main job (target: a few s)")
+def _otf2(repeat):
+    from dataclasses import replace
+
+    from otf2.enums import GroupType, Paradigm, RegionRole, Type
+
+    from cosim.experiment import MAIN_WORKLOAD, RunOptions, execute, prepare
+    from cosim.output.otf2_writer import (
+        Otf2Writer,
+        make_enter,
+        make_leave,
+        make_recv,
+        make_send,
+    )
+    from cosim.output.tables import build_tables
+    from cosim.output.trace import write_trace
+
+    n_locs, per = 256, 800  # x 6 events: 1,228,800 events, a third messages
+
+    def synthetic(path):
+        w = Otf2Writer(path)
+        d = w.defs
+        root = d.system_tree_node("cluster")
+        locs = [d.location(f"PE{i}", group=d.location_group(f"PE{i}", system_tree_parent=root))
+                for i in range(n_locs)]
+        for loc in locs:
+            w.add_location(loc)
+        d.group("PEs", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locs)
+        world = d.comm("world", d.group("world", group_type=GroupType.COMM_GROUP,
+                                        paradigm=Paradigm.MPI, members=list(range(n_locs))))
+        over, chunk = d.region("overhead"), d.region("chunk", region_role=RegionRole.LOOP)
+        a_job, a_first, a_size = (d.attribute(n, "", Type.UINT64) for n in ("j", "f", "s"))
+        t0 = time.perf_counter()
+        for i in range(n_locs):
+            evs: list = []
+            add = evs.append
+            t = 0
+            for k in range(per):
+                add(make_enter(t, over))
+                add(make_send(t, 0, world, 1, 64))
+                add(make_recv(t + 510, 0, world, 1, 64))
+                add(make_leave(t + 510, over))
+                add(make_enter(t + 510, chunk, ((a_job, 1), (a_first, 8 * k), (a_size, 8))))
+                add(make_leave(t + 9000, chunk))
+                t += 9000
+            w.extend(i, evs)
+        t1 = time.perf_counter()
+        n = w.close().events
+        return n, t1 - t0, time.perf_counter() - t1
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = [synthetic(Path(tmp) / f"s{k}") for k in range(repeat)]
+    n = runs[0][0]
+    buffer, write = min(r[1] for r in runs), min(r[2] for r in runs)
+    rows = [(f"writer: sort + write + close ({n:,} events)", n / write, "ev/s", 1_000_000.0),
+            ("writer: end to end (make_* + buffer + write)", n / (buffer + write), "ev/s",
+             None)]
+    p = prepare(RunOptions(workload=str(MAIN_WORKLOAD), rca="yield"))
+    rec = execute(replace(p, als=replace(p.als, record=True)))
+    tables = build_tables(rec.outcomes, run_id="main", config={}, metrics={}, stats={},
+                          platform=rec.platform, n_hosts=rec.n_hosts, loops=rec.loops,
+                          technique=rec.summary["technique"] or "")
+    with tempfile.TemporaryDirectory() as tmp:
+        for level in ("full", "batch"):
+            wall, c = best(repeat, lambda lv=level: write_trace(Path(tmp) / lv, tables,
+                                                                level=lv))
+            what = f"main job {level} trace: wall ({c.events:,} events, {c.locations} locations)"
+            rows.append((what, wall, "s", None))
+            rows.append((f"main job {level} trace: rate", c.events / wall, "ev/s", None))
+    return rows
+
+
 @bench("workload: ESP generation (230 jobs) and SWF writing")
 def _esp(repeat):
     from cosim.workload.esp import make_esp

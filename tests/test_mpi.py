@@ -15,6 +15,7 @@ import pytest
 import sys
 from pathlib import Path
 
+from cosim.output.hdf5 import read_results
 from cosim.testing.scenarios import loop_digest
 
 HERE = Path(__file__).parent
@@ -65,11 +66,16 @@ def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca):
         assert proc.returncode == 0, proc.stdout + proc.stderr
         summary = json.loads(proc.stdout)
         assert summary["stats"]["ranks"] == k
-        metrics = {key: v for key, v in summary.items() if key not in ("stats", "wall_s", "out")}
+        metrics = {key: v for key, v in summary.items()
+                   if key not in ("stats", "wall_s", "out", "results", "run_id")}
+        (tables,) = read_results(out / "results.h5")
+        assert tables.stats["ranks"] == k
+        h5 = (tables.jobs.tobytes(), tables.allocations.tobytes(), tables.workers.tobytes(),
+              dict(tables.metrics))
         excl = {key: summary["stats"][key] for key in ("exclusion_requests",
                                                          "exclusions_accepted", "hosts_excluded")}
         outs[k] = ((out / "jobs.csv").read_bytes(), (out / "schedule.swf").read_bytes(), metrics,
-                   excl)
+                   excl, h5)
     assert outs[1] == outs[2] == outs[3]
     assert outs[1][2]["lends"] > 0  # RCA really lent hosts in this scenario
     if rca == "full":

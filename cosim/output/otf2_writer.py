@@ -1,0 +1,470 @@
+"""A buffered low-level OTF2 writer: the fast path of the trace output (DESIGN §12).
+
+`Otf2Writer` opens a fresh archive in a temporary sibling directory of the target, lets the
+caller create definitions through the `otf2` package's registry (`Otf2Writer.defs`), buffers
+events per registered location as plain tuples, and writes them through libotf2 calls bound
+once with ctypes (the `otf2` package re-binds ``argtypes`` on every call, which caps it near
+0.2 M events/s). Before writing, each location's buffer is sorted by time with a stable sort,
+so events keep their insertion order at equal ticks (a Leave appended before an Enter stays
+before it); `flush` writes everything buffered, or only events before a watermark, to bound
+memory. Rare records (Metric, ProgramBegin, ProgramEnd) go through the package's own event
+writer in the same sorted stream. `close` writes the definitions, then renames the directory
+into place; an existing trace at the target is removed only then, so an interrupted write
+never leaves a half trace under the final name, and a writer is never opened on an existing
+archive (which would corrupt it). Ticks must be non-negative ints; UINT64 attribute values are
+range-checked (libotf2 would wrap them silently). Nesting and message matching are not checked
+here: `cosim.testing.tracecheck` does that on the archive read back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from operator import itemgetter
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import _otf2
+import otf2
+from _otf2.Config import conf
+from otf2 import events as _ev
+
+from cosim.core.clock import TICKS_PER_SECOND
+from cosim.errors import InputError
+
+__all__ = ["ARCHIVE_NAME", "Event", "Otf2Writer", "WriteStats", "event_kind", "is_trace_dir",
+           "make_enter", "make_leave", "make_metric", "make_program_begin", "make_program_end",
+           "make_recv", "make_send"]
+
+ARCHIVE_NAME = "traces"
+"""Archive name inside a trace directory: ``DIR/traces.otf2`` is the anchor file."""
+
+_U32_MAX = (1 << 32) - 1
+_U64_MAX = (1 << 64) - 1
+
+_time = itemgetter(0)
+
+
+def _raw(name: str) -> Any:
+    # item access returns a new function object each time (attribute access would share the
+    # one the package re-configures on every call). No argtypes: with the handles passed as
+    # c_void_p and the 64-bit arguments in reused c_uint64 objects, a call costs ~30 % less
+    # than with argtypes; the other arguments are Python ints passed as C ints, which keeps
+    # the low 32 bits: exact for the uint32 refs, ranks and tags (checked < 2**32 on entry)
+    fn = conf.lib[name]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_R_ENTER = _raw("OTF2_EvtWriter_Enter")  # (writer, attributes, tick, region)
+_R_LEAVE = _raw("OTF2_EvtWriter_Leave")
+_R_SEND = _raw("OTF2_EvtWriter_MpiSend")  # (writer, attributes, tick, peer, comm, tag, length)
+_R_RECV = _raw("OTF2_EvtWriter_MpiRecv")
+_R_ADD_U64 = _raw("OTF2_AttributeList_AddUint64")  # (list, attribute, value)
+# the second item of a buffered event (tick, kind, ...) says what it is. Strings, compared by
+# identity: a tuple holding only strs and ints is untracked by the cyclic garbage collector,
+# which otherwise spends more time walking a million buffered events than writing them
+_ENTER, _ENTER_ATTRS, _LEAVE, _SEND, _RECV, _OBJ = (
+    "enter", "enter+attributes", "leave", "send", "recv", "object")
+
+
+def is_trace_dir(path: str | os.PathLike[str]) -> bool:
+    """True when `path` is a directory holding an OTF2 anchor file (``traces.otf2``)."""
+    p = Path(path)
+    return p.is_dir() and (p / f"{ARCHIVE_NAME}.otf2").is_file()
+
+
+Event = tuple
+"""A buffered event: a tuple whose item 0 is its tick, made by the ``make_*`` functions (the
+rest is private to this module)."""
+
+
+def make_enter(t: int, region: Any, attrs: Sequence[tuple[Any, int]] | None = None) -> Event:
+    """Enter `region` (an `otf2` Region) at tick `t`; `attrs`: optional ``(Attribute, value)``
+    pairs of UINT64 attributes (values checked: libotf2 would wrap them silently)."""
+    if t < 0:
+        raise ValueError(f"negative tick {t}")
+    if attrs:
+        flat = [t, _ENTER_ATTRS, region._ref]
+        for k, v in attrs:
+            if v.__class__ is not int or not 0 <= v <= _U64_MAX:
+                _u64_error(attrs)
+            flat += (k._ref, v)
+        # one flat tuple (tick, kind, region, attribute, value, ...): every tuple that lives
+        # in a buffer adds to the garbage collector's work until it is untracked
+        return tuple(flat)
+    return (t, _ENTER, region._ref)
+
+
+def make_leave(t: int, region: Any) -> Event:
+    """Leave `region` at tick `t`."""
+    if t < 0:
+        raise ValueError(f"negative tick {t}")
+    return (t, _LEAVE, region._ref)
+
+
+def make_send(t: int, receiver: int, comm: Any, tag: int, length: int) -> Event:
+    """MpiSend at tick `t` (on the sender's location) to rank `receiver` of `comm` (a Comm)."""
+    if t < 0 or not (0 <= receiver <= _U32_MAX and 0 <= tag <= _U32_MAX and length >= 0):
+        raise ValueError(f"bad MpiSend (tick, receiver, tag, length) {(t, receiver, tag, length)}")
+    return (t, _SEND, receiver, comm._ref, tag, length)
+
+
+def make_recv(t: int, sender: int, comm: Any, tag: int, length: int) -> Event:
+    """MpiRecv at tick `t` (on the receiver's location) from rank `sender` of `comm`."""
+    if t < 0 or not (0 <= sender <= _U32_MAX and 0 <= tag <= _U32_MAX and length >= 0):
+        raise ValueError(f"bad MpiRecv (tick, sender, tag, length) {(t, sender, tag, length)}")
+    return (t, _RECV, sender, comm._ref, tag, length)
+
+
+def event_kind(event: Event) -> str:
+    """``"enter"``, ``"leave"``, ``"send"``, ``"recv"`` or ``"other"`` (metric, program)."""
+    f = event[1]
+    if f is _ENTER_ATTRS:
+        return "enter"
+    return f if f in (_ENTER, _LEAVE, _SEND, _RECV) else "other"
+
+
+def _obj(event: Any) -> Event:
+    t = event.time
+    if not isinstance(t, int) or t < 0:
+        raise ValueError(f"tick {t!r}: ticks are ints >= 0")
+    return (t, _OBJ, event)
+
+
+def make_metric(t: int, metric: Any, values: Sequence[float | int]) -> Event:
+    """A Metric sample of `metric` (MetricClass or MetricInstance) at tick `t`, one value per
+    member, written on the metric's recorder location."""
+    return _obj(_ev.Metric(t, metric, list(values)))
+
+
+def make_program_begin(t: int, name: str, args: Sequence[str] = ()) -> Event:
+    """ProgramBegin at tick `t` (at most once per location group)."""
+    return _obj(_ev.ProgramBegin(t, name, list(args)))
+
+
+def make_program_end(t: int, status: int = 0) -> Event:
+    """ProgramEnd at tick `t`."""
+    return _obj(_ev.ProgramEnd(t, status))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteStats:
+    """What `Otf2Writer.close` wrote: the trace directory, events and locations."""
+
+    path: Path
+    events: int
+    locations: int
+
+
+class Otf2Writer:
+    """A new OTF2 archive at `path` (a directory), written through buffers (module docstring).
+
+    Parameters
+    ----------
+    path:
+        The trace directory to create (``path/traces.otf2`` is the anchor). An existing trace
+        directory there is replaced when the new one is complete; an empty directory is
+        replaced too; anything else (a file, a directory with other content) is an
+        `InputError`, checked before anything is written.
+    timer_resolution:
+        Ticks per second of the event times (default: ns ticks, 1e9).
+    creator, description:
+        Stored in the anchor file.
+    realtime_s:
+        The wall-clock date (Unix seconds) of tick 0 in the clock properties. The package would
+        store the host's clock at the first event; a fixed date keeps traces reproducible.
+    chunk_size_events, chunk_size_definitions:
+        libotf2 chunk sizes; closing a location costs time proportional to them (256 KiB, the
+        smallest allowed, halves the close time of 1 MiB event chunks; a 256 KiB definition
+        chunk holds the definitions of ~25,000 locations, reference/otf2.md §8.2).
+
+    Use as a context manager (closes on success, aborts and removes the temporary directory
+    on an exception), or call `close` / `abort` yourself.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timer_resolution: int = TICKS_PER_SECOND,
+        creator: str = "cosim",
+        description: str = "",
+        realtime_s: float = 0.0,
+        chunk_size_events: int = 256 << 10,
+        chunk_size_definitions: int = 256 << 10,
+    ) -> None:
+        target = Path(path)
+        if target.exists() and not (is_trace_dir(target) or _empty_dir(target)):
+            raise InputError("exists and is not an OTF2 trace directory; not replacing it",
+                             file=target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.",
+                                        suffix=".tmp"))
+        except OSError as exc:
+            raise InputError(f"cannot write ({exc.strerror or exc})", file=target) from None
+        self.path = target
+        self._tmp = tmp
+        self._realtime_s = float(realtime_s)
+        try:
+            self._trace = otf2.writer.Writer(str(tmp), archive_name=ARCHIVE_NAME,
+                                             timer_resolution=timer_resolution,
+                                             chunk_size_events=chunk_size_events,
+                                             chunk_size_definitions=chunk_size_definitions)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self._trace.creator = creator
+        if description:
+            self._trace.description = description
+        self._locs: list[Any] = []  # otf2 Location per registered index
+        self._bufs: list[list[tuple]] = []
+        self._handles: list[Any] = []  # event writer handle per index, made at first flush
+        self._last: list[int] = []  # last tick written per index (-1: none)
+        self._attr_list: Any = None
+        self._written = 0
+        self._closed = False
+
+    # -- definitions -----------------------------------------------------------------------
+
+    @property
+    def defs(self) -> Any:
+        """The `otf2` definition registry of the archive (create definitions through it)."""
+        return self._trace.definitions
+
+    def add_location(self, location: Any) -> int:
+        """Register an `otf2` Location for events; returns its index for the event calls."""
+        self._locs.append(location)
+        self._bufs.append([])
+        self._handles.append(None)
+        self._last.append(-1)
+        return len(self._locs) - 1
+
+    # -- events (buffered) -----------------------------------------------------------------
+
+    def add(self, loc: int, event: Event) -> None:
+        """Buffer one event (made by a ``make_*`` function) on location index `loc`."""
+        self._bufs[loc].append(event)
+
+    def extend(self, loc: int, events: Iterable[Event]) -> None:
+        """Buffer events (made by ``make_*`` functions) on location index `loc`, in order."""
+        self._bufs[loc].extend(events)
+
+    def enter(self, loc: int, t: int, region: Any,
+              attrs: Sequence[tuple[Any, int]] | None = None) -> None:
+        """Buffer `make_enter` (t, region, attrs) on location index `loc`."""
+        self._bufs[loc].append(make_enter(t, region, attrs))
+
+    def leave(self, loc: int, t: int, region: Any) -> None:
+        """Buffer `make_leave` (t, region) on location index `loc`."""
+        self._bufs[loc].append(make_leave(t, region))
+
+    def send(self, loc: int, t: int, receiver: int, comm: Any, tag: int, length: int) -> None:
+        """Buffer `make_send` on the sender's location index `loc`."""
+        self._bufs[loc].append(make_send(t, receiver, comm, tag, length))
+
+    def recv(self, loc: int, t: int, sender: int, comm: Any, tag: int, length: int) -> None:
+        """Buffer `make_recv` on the receiver's location index `loc`."""
+        self._bufs[loc].append(make_recv(t, sender, comm, tag, length))
+
+    def metric(self, loc: int, t: int, metric: Any, values: Sequence[float | int]) -> None:
+        """Buffer `make_metric` on location index `loc` (the metric's recorder)."""
+        self._bufs[loc].append(make_metric(t, metric, values))
+
+    def program_begin(self, loc: int, t: int, name: str, args: Sequence[str] = ()) -> None:
+        """Buffer `make_program_begin` on location index `loc`."""
+        self._bufs[loc].append(make_program_begin(t, name, args))
+
+    def program_end(self, loc: int, t: int, status: int = 0) -> None:
+        """Buffer `make_program_end` on location index `loc`."""
+        self._bufs[loc].append(make_program_end(t, status))
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def flush(self, locs: Iterable[int] | None = None, upto: int | None = None) -> int:
+        """Write the buffered events of `locs` (default: all) with a tick before `upto`
+        (default: all of them); returns the number written. Events appended later to a
+        location must not be earlier than what was written there (ValueError at the flush
+        that finds them)."""
+        n = 0
+        for i in range(len(self._bufs)) if locs is None else locs:
+            n += self._flush_one(i, upto)
+        return n
+
+    def _flush_one(self, i: int, upto: int | None) -> int:
+        buf = self._bufs[i]
+        if not buf:
+            return 0
+        buf.sort(key=_time)  # stable: equal ticks keep insertion order
+        if upto is not None:
+            k = _bisect_time(buf, upto)
+            if k == 0:
+                return 0
+            todo, self._bufs[i] = buf[:k], buf[k:]
+        else:
+            todo, self._bufs[i] = buf, []
+        first, last = todo[0][0], todo[-1][0]
+        if first < self._last[i]:
+            raise ValueError(f"location {self._locs[i].name!r}: event at tick {first} after "
+                             f"events up to tick {self._last[i]} were written")
+        h = self._handles[i]
+        if h is None:
+            ew = self._trace.event_writer_from_location(self._locs[i])
+            h = self._handles[i] = ew.handle
+        if self._attr_list is None:
+            self._attr_list = _otf2.AttributeList_New()
+        al = self._attr_list
+        hv = ctypes.cast(h, ctypes.c_void_p)
+        alv = ctypes.cast(al, ctypes.c_void_p)
+        tick, u64 = ctypes.c_uint64(0), ctypes.c_uint64(0)
+        r_enter, r_leave, r_send, r_recv, r_add = _R_ENTER, _R_LEAVE, _R_SEND, _R_RECV, _R_ADD_U64
+        k_enter, k_leave, k_send, k_recv, k_attrs = _ENTER, _LEAVE, _SEND, _RECV, _ENTER_ATTRS
+        n_obj = 0
+        rc = 0
+        try:
+            for ev in todo:
+                f = ev[1]
+                tick.value = ev[0]
+                if f is k_enter:
+                    rc = r_enter(hv, None, tick, ev[2])
+                elif f is k_leave:
+                    rc = r_leave(hv, None, tick, ev[2])
+                elif f is k_send:
+                    u64.value = ev[5]
+                    rc = r_send(hv, None, tick, ev[2], ev[3], ev[4], u64)
+                elif f is k_recv:
+                    u64.value = ev[5]
+                    rc = r_recv(hv, None, tick, ev[2], ev[3], ev[4], u64)
+                elif f is k_attrs:
+                    for j in range(3, len(ev), 2):
+                        u64.value = ev[j + 1]
+                        rc |= r_add(alv, ev[j], u64)
+                    # libotf2 empties the list when it writes the event: reusable
+                    rc |= r_enter(hv, alv, tick, ev[2])
+                else:
+                    # the package's writer counts the event and updates the clock itself
+                    self._trace.event_writer_from_location(self._locs[i]).write(ev[2])
+                    n_obj += 1
+                if rc:
+                    raise RuntimeError(f"libotf2 error {rc} writing {ev!r} on location "
+                                       f"{self._locs[i].name!r}")
+        except (ctypes.ArgumentError, TypeError) as exc:
+            raise ValueError(f"location {self._locs[i].name!r}: bad event argument ({exc}); "
+                             "ticks, ranks and tags are ints >= 0") from None
+        # the bookkeeping the package's EventWriter.write does per event (number of events
+        # of the location, clock properties), once per batch
+        loc = self._locs[i]
+        loc._number_of_events_written = (getattr(loc, "_number_of_events_written", 0)
+                                         + len(todo) - n_obj)
+        self._trace._update_timestamps(first)
+        self._trace._update_timestamps(last)
+        self._last[i] = last
+        self._written += len(todo)
+        return len(todo)
+
+    def close(self) -> WriteStats:
+        """Flush everything, write the definitions, and move the archive into place; on any
+        error the temporary directory is removed and the target left as it was."""
+        if self._closed:
+            raise RuntimeError("the writer is closed")
+        try:
+            self.flush()
+            if self._written:
+                # replaces the host's wall clock at the first event (see realtime_s)
+                self._trace._realtime_timestamp = self._realtime_s
+            self._closed = True
+            self._trace.close()
+            os.chmod(self._tmp, 0o755)  # mkdtemp makes it private
+            _replace_dir(self._tmp, self.path)
+        except BaseException:
+            self._closed = True
+            self._discard()
+            raise
+        finally:
+            self._free_attr_list()
+        return WriteStats(path=self.path, events=self._written, locations=len(self.defs.locations))
+
+    def abort(self) -> None:
+        """Give up: close libotf2's files and remove the temporary directory."""
+        if self._closed:
+            return
+        self._closed = True
+        self._discard()
+
+    def _discard(self) -> None:
+        """Close the archive quietly (whatever state it is in) and remove the directory."""
+        with contextlib.suppress(Exception):
+            self._trace.close()
+        # a close that failed midway would be retried, noisily, by the package's __del__
+        handle = getattr(self._trace, "_handle", None)
+        if handle is not None:
+            with contextlib.suppress(Exception):
+                _otf2.Archive_Close(handle)
+            self._trace._handle = None
+        self._free_attr_list()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _free_attr_list(self) -> None:
+        if self._attr_list is not None:
+            with contextlib.suppress(Exception):
+                _otf2.AttributeList_Delete(self._attr_list)
+            self._attr_list = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def _u64_error(attrs: Sequence[tuple[Any, Any]]) -> None:
+    for k, v in attrs:
+        if v.__class__ is not int or not 0 <= v <= _U64_MAX:
+            raise ValueError(f"attribute {k.name!r}: {v!r} is not a UINT64 (an int in "
+                             "[0, 2**64))")
+
+
+def _bisect_time(buf: list[tuple], t: int) -> int:
+    """Index of the first event of the sorted `buf` at a tick >= `t`."""
+    lo, hi = 0, len(buf)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if buf[mid][0] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _empty_dir(p: Path) -> bool:
+    return p.is_dir() and not any(p.iterdir())
+
+
+def _replace_dir(tmp: Path, target: Path) -> None:
+    """Move the complete directory `tmp` to `target`, replacing an old one only now."""
+    try:
+        if not target.exists():
+            os.rename(tmp, target)
+            return
+        old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.",
+                                    suffix=".old"))
+        os.rename(target, old / "trace")
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            os.rename(old / "trace", target)  # put the old trace back
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    except OSError as exc:
+        raise InputError(f"cannot write ({exc.strerror or exc})", file=target) from None

@@ -1,0 +1,620 @@
+"""A run's OTF2 trace for Vampir, made from its `RunTables` (DESIGN §9, reference/otf2.md).
+
+Rows: one process (LocationGroup + CPU_THREAD Location) per PE, created first in global PE
+order (host x cores_per_host + core), so location id = group id = MPI rank, under a system tree
+cluster -> rack -> node; then a ``batch system`` process with a ``scheduler`` row (ProgramBegin
+at tick 0, ProgramEnd at the horizon) and a ``cluster metrics`` METRIC location carrying one
+sample per change of utilization (busy hosts / hosts, a double), busy hosts, running and
+queued jobs. Ticks are ns (timer resolution 1e9). PE rows: ``job J (app)`` regions at depth 0
+on cores 0..pes-1 of each host of an allocation row, ``idle: unallocated`` elsewhere up to the
+horizon; REGIONS groups ``jobs: <category>`` (the app when a job has none), ``application``,
+``overhead`` and ``idle`` give Vampir its colours. Lending: on each PE the job busy there
+([start, busy_end) of its row) wins; otherwise the yielded tail [busy_end, end) of the most
+recently started row wins, so a borrower always covers the owner's tail, and the owner's tail
+outside borrowers shows as the owner's job region with a nested ``idle: yielded`` (a job region
+can thus be entered several times on one PE; allocations of zero length show nothing).
+Level ``batch`` stops there (no nested region, no message); level ``full`` adds inside job
+regions, per worker PE: ``scheduling overhead`` from the previous chunk end (the job start for
+the first) to the chunk start and from the last chunk end to the "no more work" answer,
+``compute chunk`` (LOOP; Enter attributes job_id, first_iteration, chunk_size) per chunk row,
+``idle: wait for work`` from that answer to the host's busy end; and the master-worker messages
+as MpiSend/MpiRecv on one communicator over all PEs (rank = global PE index, tag = job id mod
+2**32): a request sent at the previous chunk end (or job start) and received by the master on
+the job's rank-0 PE at ``max(send, t_assign - overhead)`` (the master serves it when its
+overhead for that chunk begins); the assignment sent at ``t_assign``, received at ``t_start``;
+the final request sent at the last chunk end and answered "no more work" at ``done - latency``,
+with the assignment latency of that worker (its ``t_start - t_assign``; 0 on the master's host;
+else the job's smallest known one), clipped to [last chunk end, done], received at ``done``.
+Not shown: the step boundaries of multi-step loops (a request of a new step is drawn from the
+previous chunk end), and the final request of a killed job's worker that was never answered.
+Events at one tick keep their causal order (a worker's send before the master's receive,
+before its answer, before the worker's receive); the master's events are point events that
+land in whatever region its PE shows then (a borrower's, once its host is lent).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from otf2.enums import (
+    GroupType,
+    LocationGroupType,
+    LocationType,
+    MetricMode,
+    MetricOccurrence,
+    MetricType,
+    Paradigm,
+    RecorderKind,
+    RegionRole,
+    SystemTreeDomain,
+    Type,
+)
+
+from cosim.als.runtime import Comm
+from cosim.core.clock import TICKS_PER_SECOND
+from cosim.errors import InputError
+from cosim.output.otf2_writer import (
+    Event,
+    Otf2Writer,
+    event_kind,
+    make_enter,
+    make_leave,
+    make_recv,
+    make_send,
+)
+from cosim.output.tables import RunTables, step_series
+
+__all__ = ["LEVELS", "TraceCounts", "write_trace"]
+
+LEVELS = ("batch", "full")
+"""Trace levels: ``batch`` (job and idle regions, counters), ``full`` (plus chunks, overheads,
+waits and master-worker messages)."""
+
+_TAG_MASK = (1 << 32) - 1
+_tick = itemgetter(0)
+_tick_phase = itemgetter(0, 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceCounts:
+    """What `write_trace` wrote.
+
+    path: the trace directory (``path/traces.otf2`` is the anchor). pe_rows: PE locations;
+    locations: all locations (PE rows, scheduler, cluster metrics). events: all events.
+    job_regions: Enters of job regions. chunks: ``compute chunk`` Enters. messages: MpiSend
+    records (each has one MpiRecv). metric_samples: samples on ``cluster metrics``.
+    """
+
+    path: Path
+    level: str
+    pe_rows: int
+    locations: int
+    events: int
+    job_regions: int
+    chunks: int
+    messages: int
+    metric_samples: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """An allocation row as seen by one PE."""
+
+    job: int
+    owner: int
+    start: int
+    end: int
+    busy_end: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class _App:
+    """One app-driven job as the trace needs it; per-rank lists are indexed by rank."""
+
+    jid: int
+    tag: int
+    start: int
+    end: int
+    killed: bool
+    pe_of: list[int]
+    host_of: list[int]
+    done: list[int]
+    chunks: list[list[tuple[int, int, int, int, int]]]  # (first, size, t_assign, t_start, t_end)
+    lat: list[int | None]  # assignment latency (t_start - t_assign) when the rank had a chunk
+    far_lat: int  # the smallest latency of a rank off the master's host (0 if none known)
+    busy_end: list[int]  # the busy end of the rank's host for the job
+
+
+@dataclass(slots=True)
+class _Seg:
+    """A job region on one PE: [a, b), the row shown, and the yielded parts inside it."""
+
+    row: _Row
+    a: int
+    b: int
+    yielded: list[tuple[int, int]]
+    first: bool  # starts at the row's start: holds its busy part
+
+
+def write_trace(
+    path: str | os.PathLike[str],
+    tables: RunTables,
+    *,
+    level: str = "full",
+    comm: Comm | None = None,
+) -> TraceCounts:
+    """Write the OTF2 trace of a run into the directory `path` (see the module docstring).
+
+    Parameters
+    ----------
+    path:
+        The trace directory; written under a temporary sibling name and renamed into place,
+        replacing an old trace there only once complete (`Otf2Writer`).
+    tables:
+        The run (`cosim.output.tables.build_tables`). Level ``full`` needs its chunk tables
+        (``AlsConfig(record=True)``) when some job ran an app.
+    level:
+        ``"batch"`` or ``"full"`` (`LEVELS`).
+    comm:
+        The run's master-worker protocol (message sizes, master overhead per chunk); default
+        `Comm()`, the run default.
+
+    Returns
+    -------
+    TraceCounts
+        What was written.
+
+    Raises
+    ------
+    InputError
+        Unknown level, level ``full`` without chunk tables, or an unwritable `path`.
+    """
+    if level not in LEVELS:
+        raise InputError(f"unknown trace level {level!r}; known: {', '.join(LEVELS)}",
+                         field="trace")
+    full = level == "full"
+    if full and tables.chunks is None and len(tables.workers):
+        raise InputError("level 'full' needs the chunk tables of the run (record the apps' "
+                         "chunks); use level 'batch'", field="trace")
+    comm = comm or Comm()
+    w = Otf2Writer(path, description=f"cosim run {tables.run_id} ({level})")
+    try:
+        b = _Builder(w, tables, full=full, comm=comm)
+        b.build()
+    except BaseException:
+        w.abort()
+        raise
+    stats = w.close()
+    return TraceCounts(path=stats.path, level=level, pe_rows=b.n_pes,
+                       locations=stats.locations, events=stats.events,
+                       job_regions=b.n_job_regions, chunks=b.n_chunks,
+                       messages=b.n_messages, metric_samples=b.n_samples)
+
+
+class _Builder:
+    """Definitions and events of one trace (one use)."""
+
+    def __init__(self, w: Otf2Writer, tables: RunTables, *, full: bool, comm: Comm) -> None:
+        self.w = w
+        self.t = tables
+        self.full = full
+        self.comm = comm
+        self.cores = tables.cores_per_host
+        self.n_pes = tables.n_hosts * self.cores
+        self.horizon = tables.horizon
+        self.n_job_regions = self.n_chunks = self.n_messages = self.n_samples = 0
+
+    # -- definitions -----------------------------------------------------------------------
+
+    def _define(self) -> None:
+        d = self.w.defs
+        t = self.t
+        root = d.system_tree_node("cluster", class_name="machine")
+        d.system_tree_node_domain(root, SystemTreeDomain.MACHINE)
+        racks = {}
+        for r in sorted(set(t.racks.tolist())):
+            racks[r] = d.system_tree_node(f"rack-{r}", class_name="rack", parent=root)
+        nodes = []
+        for h, name in enumerate(t.host_names):
+            node = d.system_tree_node(name, class_name="node", parent=racks[int(t.racks[h])])
+            d.system_tree_node_domain(node, SystemTreeDomain.SHARED_MEMORY)
+            nodes.append(node)
+        # PE groups and locations first, in global PE order: their ids are the MPI ranks
+        groups = [d.location_group(f"{t.host_names[h]} PE{c}",
+                                   location_group_type=LocationGroupType.PROCESS,
+                                   system_tree_parent=nodes[h])
+                  for h in range(t.n_hosts) for c in range(self.cores)]
+        batch = d.location_group("batch system", location_group_type=LocationGroupType.PROCESS,
+                                 system_tree_parent=root)
+        self.pe_locs = [d.location(g.name, type=LocationType.CPU_THREAD, group=g)
+                        for g in groups]
+        for loc in self.pe_locs:
+            self.w.add_location(loc)  # index == global PE index
+        self.sched = self.w.add_location(
+            d.location("scheduler", type=LocationType.CPU_THREAD, group=batch))
+        mloc = d.location("cluster metrics", type=LocationType.METRIC, group=batch)
+        self.mloc = self.w.add_location(mloc)
+
+        def region(name: str, role: Any, descr: str) -> Any:
+            return d.region(name, description=descr, region_role=role, paradigm=Paradigm.USER)
+
+        self.r_unalloc = region("idle: unallocated", RegionRole.CODE, "PE not allocated to a job")
+        idle = [self.r_unalloc]
+        if self.full:
+            self.r_yielded = region("idle: yielded", RegionRole.CODE,
+                                    "host yielded by its job (RCA), not lent to another job")
+            idle.append(self.r_yielded)
+            self.r_over = region("scheduling overhead", RegionRole.CODE,
+                                 "worker waiting for the master's answer")
+            self.r_chunk = region("compute chunk", RegionRole.LOOP,
+                                  "a chunk of loop iterations")
+            self.r_wait = region("idle: wait for work", RegionRole.CODE,
+                                 "worker told 'no more work', host still busy")
+            idle.append(self.r_wait)
+        jobs = t.jobs[t.jobs["start"] >= 0]
+        self.job_region: dict[int, Any] = {}
+        by_cat: dict[str, list[Any]] = {}
+        for j in jobs:
+            app = j["app"].decode()
+            r = region(f"job {int(j['id'])} ({app})", RegionRole.FUNCTION,
+                       f"batch job {int(j['id'])}, category {j['category'].decode() or '-'}")
+            self.job_region[int(j["id"])] = r
+            by_cat.setdefault(j["category"].decode() or app, []).append(r)
+        for cat in sorted(by_cat):
+            d.group(f"jobs: {cat}", group_type=GroupType.REGIONS, paradigm=Paradigm.USER,
+                    members=by_cat[cat])
+        if self.full:
+            d.group("application", group_type=GroupType.REGIONS, paradigm=Paradigm.USER,
+                    members=[self.r_chunk])
+            d.group("overhead", group_type=GroupType.REGIONS, paradigm=Paradigm.USER,
+                    members=[self.r_over])
+        d.group("idle", group_type=GroupType.REGIONS, paradigm=Paradigm.USER, members=idle)
+        self.a_job = d.attribute("job_id", "batch job id", Type.UINT64)
+        self.a_owner = d.attribute("owner_job", "job owning the lent host (RCA)", Type.UINT64)
+        if self.full:
+            self.a_first = d.attribute("first_iteration", "first iteration of the chunk",
+                                       Type.UINT64)
+            self.a_size = d.attribute("chunk_size", "iterations in the chunk", Type.UINT64)
+            # rank -> location: the COMM_GROUP's members are indices into the (single, and
+            # first) COMM_LOCATIONS group of its paradigm
+            d.group("PEs", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
+                    members=self.pe_locs)
+            world = d.group("PEs (world)", group_type=GroupType.COMM_GROUP,
+                            paradigm=Paradigm.MPI, members=list(range(self.n_pes)))
+            self.world = d.comm("MPI_COMM_WORLD (simulated)", world)
+
+        def member(name: str, vt: Any, unit: str, descr: str) -> Any:
+            return d.metric_member(name, descr, MetricType.OTHER, MetricMode.ABSOLUTE_NEXT, vt,
+                                   unit=unit)
+
+        cls = d.metric_class(
+            [member("utilization", Type.DOUBLE, "", "busy hosts / hosts"),
+             member("busy hosts", Type.UINT64, "#", "hosts computing for a job"),
+             member("running jobs", Type.UINT64, "#", "jobs started, not ended"),
+             member("queued jobs", Type.UINT64, "#", "jobs submitted, not started")],
+            MetricOccurrence.ASYNCHRONOUS, RecorderKind.ABSTRACT)
+        self.metric = d.metric_instance(cls, mloc, scope=root)
+
+    # -- events ----------------------------------------------------------------------------
+
+    def build(self) -> None:
+        self._define()
+        w = self.w
+        w.program_begin(self.sched, 0, "cosim", [f"run {self.t.run_id}"])
+        w.program_end(self.sched, self.horizon, 0)
+        self._metrics()
+        w.flush([self.sched, self.mloc])
+        apps = self._apps() if self.full else {}
+        master = self._master_events(apps) if self.full else {}
+        on_pe: dict[int, list[tuple[_App, int]]] = {}
+        for app in apps.values():
+            for r, p in enumerate(app.pe_of):
+                on_pe.setdefault(p, []).append((app, r))
+        a = self.t.allocations
+        rows = [_Row(*r) for r in zip(a["job"].tolist(), a["owner"].tolist(),
+                                      a["start"].tolist(), a["end"].tolist(),
+                                      a["busy_end"].tolist(), strict=True)]
+        by_host: list[list[tuple[_Row, int]]] = [[] for _ in range(self.t.n_hosts)]
+        for h, r, k in zip(a["host"].tolist(), rows, a["pes"].tolist(), strict=True):
+            by_host[h].append((r, k))
+        for h in range(self.t.n_hosts):
+            for c in range(self.cores):
+                pe = h * self.cores + c
+                mine = [r for r, k in by_host[h] if k > c]
+                # worker streams are built here, one PE at a time, and flushed with it:
+                # memory (and the garbage collector's work) stays bounded by one row
+                streams = {app.jid: self._stream(app, r) for app, r in on_pe.get(pe, ())}
+                self._pe(pe, _segments(mine, pe), master.pop(pe, []), streams)
+                w.flush([pe])
+
+    def _metrics(self) -> None:
+        s = step_series(self.t)
+        times = np.unique(np.concatenate([[0, self.horizon]] + [v[0] for v in s.values()]))
+        times = times[times <= self.horizon]
+        cols = []
+        for key in ("busy_hosts", "running", "queued"):
+            tt, vv = s[key]
+            i = np.searchsorted(tt, times, side="right") - 1
+            cols.append(np.where(i >= 0, vv[np.maximum(i, 0)], 0).tolist())
+        n = self.t.n_hosts
+        last = None
+        for k, tick in enumerate(times.tolist()):
+            vals = (cols[0][k], cols[1][k], cols[2][k])
+            # one sample per change; the last one gives the previous value its extent
+            if vals == last and tick != self.horizon:
+                continue
+            last = vals
+            self.w.metric(self.mloc, tick, self.metric, [vals[0] / n, *vals])
+            self.n_samples += 1
+
+    def _apps(self) -> dict[int, _App]:
+        """The app-driven jobs' workers and chunks, by job id."""
+        t = self.t
+        wk, ch, a = t.workers, t.chunks, t.allocations
+        busy_end = dict(zip(zip(a["job"].tolist(), a["host"].tolist()), a["busy_end"].tolist(),
+                            strict=True))
+        jobs = {int(j["id"]): j for j in t.jobs}
+        apps: dict[int, _App] = {}
+        if not len(wk):
+            return apps
+        cj = ch["job"]
+        corder = np.argsort(cj, kind="stable")  # job order, assignment order inside a job
+        cs = cj[corder]
+        job_ids = np.unique(wk["job"])
+        w_lo = np.searchsorted(wk["job"], job_ids, side="left").tolist()
+        w_hi = np.searchsorted(wk["job"], job_ids, side="right").tolist()
+        c_lo = np.searchsorted(cs, job_ids, side="left").tolist()
+        c_hi = np.searchsorted(cs, job_ids, side="right").tolist()
+        for k, jid in enumerate(job_ids.tolist()):
+            j = jobs[jid]
+            ww = wk[w_lo[k]:w_hi[k]]
+            if ww["rank"].tolist() != list(range(len(ww))):
+                raise ValueError(f"workers of job {jid}: ranks are not 0..{len(ww) - 1}")
+            host_of = ww["host"].tolist()
+            rows = ch[corder[c_lo[k]:c_hi[k]]]
+            chunks: list[list[tuple[int, int, int, int, int]]] = [[] for _ in host_of]
+            for r, *c in zip(rows["rank"].tolist(), rows["first"].tolist(),
+                             rows["size"].tolist(), rows["t_assign"].tolist(),
+                             rows["t_start"].tolist(), rows["t_end"].tolist(), strict=True):
+                chunks[r].append(tuple(c))
+            lat = [c[-1][3] - c[-1][2] if c else None for c in chunks]
+            far = [v for v, h in zip(lat, host_of, strict=True)
+                   if v is not None and h != host_of[0]]
+            start, end = int(j["start"]), int(j["end"])
+            apps[jid] = _App(
+                jid=jid, tag=jid & _TAG_MASK, start=start, end=end,
+                killed=bool(j["status"] == b"killed"), pe_of=ww["pe"].tolist(),
+                host_of=host_of, done=ww["done"].tolist(),
+                chunks=chunks, lat=lat, far_lat=min(far) if far else 0,
+                busy_end=[min(busy_end[(jid, h)], end) for h in host_of])
+        return apps
+
+    def _answer(self, app: _App, r: int, prev: int) -> int | None:
+        """Tick the master answers rank `r` "no more work" (None: never answered)."""
+        done = app.done[r]
+        if done < prev or (app.killed and done >= app.end):
+            return None
+        lat = app.lat[r]
+        if lat is None:
+            lat = 0 if app.host_of[r] == app.host_of[0] else app.far_lat
+        return min(max(done - lat, prev), done)
+
+    def _served(self, app: _App, r: int) -> list[tuple[int, Event]]:
+        """The master's (tick, event) for rank `r`, in causal order: per chunk, the request
+        received and the assignment sent; then the final request and its answer."""
+        ovh = round(self.comm.overhead_s * TICKS_PER_SECOND)
+        world, tag, p = self.world, app.tag, app.pe_of[r]
+        req_b, asg_b = self.comm.request_bytes, self.comm.assign_bytes
+        out = []
+        prev = app.start
+        for _, _, ta, _, te in app.chunks[r]:
+            rt = max(prev, ta - ovh)
+            out.append((rt, make_recv(rt, p, world, tag, req_b)))
+            out.append((ta, make_send(ta, p, world, tag, asg_b)))
+            prev = te
+        s = self._answer(app, r, prev)
+        if s is not None:
+            out.append((s, make_recv(s, p, world, tag, req_b)))
+            out.append((s, make_send(s, p, world, tag, asg_b)))
+        return out
+
+    def _master_events(self, apps: dict[int, _App]) -> dict[int, list[tuple]]:
+        """The masters' events per master PE, as (tick, job, event) sorted by tick (stable:
+        each worker's exchanges keep their order). The exchanges with the worker on the
+        master's own PE (rank 0) are in that worker's stream instead (`_stream`), where they
+        keep their causal order at equal ticks."""
+        out: dict[int, list[tuple]] = {}
+        for app in apps.values():
+            items = out.setdefault(app.pe_of[0], [])
+            for r in range(1, len(app.pe_of)):
+                items.extend((t, app.jid, ev) for t, ev in self._served(app, r))
+        for items in out.values():
+            items.sort(key=_tick)
+        return out
+
+    def _stream(self, app: _App, r: int) -> list[tuple]:
+        """Rank `r`'s events in causal order, as (tick, phase, event): phase 0 for what
+        happens before the master acts at that tick, 1 the master's own events (rank 0
+        only), 2 what happens after."""
+        m = app.pe_of[0]
+        world, tag, req_b, asg_b = self.world, app.tag, self.comm.request_bytes, \
+            self.comm.assign_bytes
+        r_over, r_chunk, r_wait = self.r_over, self.r_chunk, self.r_wait
+        a_job, a_first, a_size, jid = self.a_job, self.a_first, self.a_size, app.jid
+        # the master on this PE: its two events per exchange go right after the request
+        served = iter(self._served(app, r) if r == 0 else ())
+        items: list[tuple] = []
+        add = items.append
+        prev = app.start
+        for first, size, _, ts, te in app.chunks[r]:
+            if ts > prev:
+                add((prev, 0, make_enter(prev, r_over)))
+            add((prev, 0, make_send(prev, m, world, tag, req_b)))
+            for t, ev in itertools.islice(served, 2):
+                add((t, 1, ev))
+            add((ts, 2, make_recv(ts, m, world, tag, asg_b)))
+            if ts > prev:
+                add((ts, 2, make_leave(ts, r_over)))
+            add((ts, 2, make_enter(ts, r_chunk, ((a_job, jid), (a_first, first),
+                                                 (a_size, size)))))
+            add((te, 0, make_leave(te, r_chunk)))
+            prev = te
+        self.n_chunks += len(app.chunks[r])
+        self.n_messages += 2 * len(app.chunks[r])
+        bend = app.busy_end[r]
+        done = app.done[r]
+        if self._answer(app, r, prev) is not None:
+            if done > prev:
+                add((prev, 0, make_enter(prev, r_over)))
+            add((prev, 0, make_send(prev, m, world, tag, req_b)))
+            for t, ev in served:
+                add((t, 1, ev))
+            add((done, 2, make_recv(done, m, world, tag, asg_b)))
+            if done > prev:
+                add((done, 2, make_leave(done, r_over)))
+            if bend > done:
+                add((done, 2, make_enter(done, r_wait)))
+                add((bend, 2, make_leave(bend, r_wait)))
+            self.n_messages += 2
+        elif bend > prev:  # cut off by a kill while waiting for an answer
+            add((prev, 0, make_enter(prev, r_over)))
+            add((bend, 2, make_leave(bend, r_over)))
+        return items
+
+    def _pe(self, pe: int, segs: list[_Seg], pending: list[tuple],
+            streams: dict[int, list[tuple]]) -> None:
+        """All events of one PE row. `pending`: the masters' (tick, job, event) there;
+        `streams`: job -> the worker's (tick, phase, event) there."""
+        w = self.w
+        shown = {s.row.job for s in segs if s.first}
+        for job, items in streams.items():
+            if job not in shown:  # its busy part is never shown here: keep its messages
+                pending.extend((it[0], job, it[2]) for it in items
+                               if event_kind(it[2]) in ("send", "recv"))
+                pending.sort(key=_tick)
+        k = 0  # next pending item
+        cursor = 0
+        for seg in segs:
+            k = self._gap(pe, cursor, seg.a, pending, k)
+            job = seg.row.job
+            attrs = [(self.a_job, job)]
+            if seg.row.owner != job:
+                attrs.append((self.a_owner, seg.row.owner))
+            w.enter(pe, seg.a, self.job_region[job], attrs)
+            self.n_job_regions += 1
+            body: list[tuple] = []
+            if seg.first and job in streams:
+                body.extend(streams[job])
+            if self.full:
+                for ya, yb in seg.yielded:
+                    body.append((ya, 2, make_enter(ya, self.r_yielded)))
+                    body.append((yb, 2, make_leave(yb, self.r_yielded)))
+            _monotone_phases(body)
+            n = len(pending)
+            while k < n and pending[k][0] < seg.b:
+                body.append((pending[k][0], 1, pending[k][2]))
+                k += 1
+            # at seg.b, this job's master events close its region; the other jobs' stay for
+            # what starts there
+            e = k
+            while e < n and pending[e][0] == seg.b:
+                e += 1
+            if e > k:
+                body.extend((it[0], 1, it[2]) for it in pending[k:e] if it[1] == job)
+                pending[k:e] = [it for it in pending[k:e] if it[1] != job]
+            body.sort(key=_tick_phase)
+            w.extend(pe, [it[2] for it in body])
+            w.leave(pe, seg.b, self.job_region[job])
+            cursor = seg.b
+        k = self._gap(pe, cursor, max(self.horizon, cursor), pending, k)
+        w.extend(pe, [it[2] for it in pending[k:]])
+
+    def _gap(self, pe: int, a: int, b: int, pending: list[tuple], k: int) -> int:
+        """``idle: unallocated`` on [a, b) (nothing if empty) with the pending events before b;
+        returns the next pending index."""
+        w = self.w
+        if b > a:
+            w.enter(pe, a, self.r_unalloc)
+        while k < len(pending) and pending[k][0] < b:
+            w.add(pe, pending[k][2])
+            k += 1
+        if b > a:
+            w.leave(pe, b, self.r_unalloc)
+        return k
+
+
+def _monotone_phases(items: list[tuple]) -> None:
+    """Raise each item's phase to the previous one's at the same tick, in place: sorting by
+    (tick, phase) then keeps the items' own order, with the master's phase-1 items slotted
+    between a worker's sends (0) and receives (2) when they are in that order."""
+    prev_t = prev_k = None
+    for i, it in enumerate(items):
+        t, k = it[0], it[1]
+        if t == prev_t and k < prev_k:
+            items[i] = (t, prev_k, *it[2:])
+        else:
+            prev_k = k
+        prev_t = t
+
+
+def _segments(rows: list[_Row], pe: int) -> list[_Seg]:
+    """The job regions of one PE from its allocation rows (module docstring: lending)."""
+    marks: list[tuple[int, int, int]] = []  # (tick, change 0/1/2, row index)
+    for i, r in enumerate(rows):
+        if r.end <= r.start:
+            continue
+        b = min(max(r.busy_end, r.start), r.end)
+        marks.append((r.start, 0, i))  # busy part begins
+        marks.append((b, 1, i))  # busy part ends, tail begins
+        marks.append((r.end, 2, i))  # tail ends
+    marks.sort()
+    busy: set[int] = set()
+    tail: set[int] = set()
+    segs: list[_Seg] = []
+    n = len(marks)
+    k = 0
+    while k < n:
+        tick = marks[k][0]
+        while k < n and marks[k][0] == tick:
+            _, kind, i = marks[k]
+            if kind == 0:
+                busy.add(i)
+            elif kind == 1:
+                busy.discard(i)
+                tail.add(i)
+            else:
+                tail.discard(i)
+            k += 1
+        if k == n:
+            break
+        nxt = marks[k][0]
+        if busy:
+            if len(busy) > 1:
+                jobs = sorted(rows[i].job for i in busy)
+                raise ValueError(f"allocation rows of jobs {jobs} overlap on PE {pe} at tick "
+                                 f"{tick}")
+            (i,) = busy
+            yielded = False
+        elif tail:
+            i = max(tail, key=lambda x: (rows[x].start, rows[x].job))
+            yielded = True
+        else:
+            continue
+        last = segs[-1] if segs else None
+        if last is not None and last.row is rows[i] and last.b == tick:
+            last.b = nxt
+        else:
+            last = _Seg(row=rows[i], a=tick, b=nxt, yielded=[], first=tick == rows[i].start)
+            segs.append(last)
+        if yielded:
+            if last.yielded and last.yielded[-1][1] == tick:
+                last.yielded[-1] = (last.yielded[-1][0], nxt)
+            else:
+                last.yielded.append((tick, nxt))
+    return segs

@@ -1,0 +1,393 @@
+"""OTF2 traces: structure and counts against the run's tables, RCA lending, levels, a golden
+dump, the semantic checker on broken traces, and never writing over an archive.
+
+The golden file ``tests/golden/trace_tiny.txt`` is `dump_trace` of the full-level trace of
+`tiny_tables()`. After an intended change, regenerate it with
+``COSIM_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_trace.py -k golden`` and review
+the diff.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+from otf2.enums import GroupType, Paradigm, Type
+
+from cosim.als.manager import AlsConfig
+from cosim.als.techniques import get
+from cosim.bls import BatchConfig
+from cosim.errors import InputError
+from cosim.output.metrics import summary
+from cosim.output.otf2_writer import Otf2Writer, is_trace_dir
+from cosim.output.tables import build_tables, step_series
+from cosim.output.trace import write_trace
+from cosim.platform import load_platform
+from cosim.runner import cosimulate
+from cosim.testing.runs import tiny_jobs, tiny_tables
+from cosim.testing.tracecheck import TraceError, check_trace, dump_trace, read_trace
+
+GOLDEN = Path(__file__).parent / "golden" / "trace_tiny.txt"
+S = 1_000_000_000
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return tiny_tables()
+
+
+@pytest.fixture(scope="module")
+def full(tables, tmp_path_factory):
+    path = tmp_path_factory.mktemp("full") / "trace"
+    counts = write_trace(path, tables, level="full")
+    return counts, read_trace(path)
+
+
+@pytest.fixture(scope="module")
+def batch(tables, tmp_path_factory):
+    path = tmp_path_factory.mktemp("batch") / "trace"
+    counts = write_trace(path, tables, level="batch")
+    return counts, read_trace(path)
+
+
+def _top_regions(records):
+    """Depth-0 regions of one location: [(name, enter tick, leave tick, enter attrs)]."""
+    out, stack = [], []
+    for r in records:
+        if r.kind == "enter":
+            stack.append(r)
+        elif r.kind == "leave":
+            e = stack.pop()
+            if not stack:
+                out.append((e.name, e.time, r.time, dict(e.attrs)))
+    return out
+
+
+def _nested(records, name):
+    """[(enter tick, leave tick, enter attrs)] of every region `name` on one location."""
+    out, stack = [], []
+    for r in records:
+        if r.kind == "enter":
+            stack.append(r)
+        elif r.kind == "leave":
+            e = stack.pop()
+            if e.name == name:
+                out.append((e.time, r.time, dict(e.attrs)))
+    return out
+
+
+def _job_name(tables, job):
+    app = tables.jobs["app"][tables.jobs["id"] == job][0].decode()
+    return f"job {job} ({app})"
+
+
+# -- structure and counts ------------------------------------------------------------------
+
+
+def test_full_trace_checks_and_counts_match_the_tables(tables, full):
+    counts, data = full
+    s = check_trace(data)
+    chunks, workers = tables.chunks, tables.workers
+    assert s.enters["compute chunk"] == len(chunks) == counts.chunks
+    # rule: request + assignment per chunk, final request + "no more work" per worker
+    assert s.messages == 2 * len(chunks) + 2 * len(workers) == counts.messages
+    assert s.events == counts.events
+    assert s.max_depth == 2
+    assert s.program == (0, tables.horizon)
+    n_pes = tables.n_hosts * tables.cores_per_host
+    assert counts.pe_rows == n_pes and counts.locations == n_pes + 2
+    assert sum(v for k, v in s.enters.items() if k.startswith("job ")) == counts.job_regions
+
+
+def test_rows_are_pe_locations_in_global_order_under_the_system_tree(tables, full):
+    _, data = full
+    cores = tables.cores_per_host
+    pes = [f"{h} PE{c}" for h in tables.host_names for c in range(cores)]
+    names = [n for n, _, _ in data.locations]
+    assert names == [*pes, "scheduler", "cluster metrics"]
+    assert [t for _, t, _ in data.locations] == ["cpu_thread"] * (len(pes) + 1) + ["metric"]
+    # one process per PE (location id == group id == rank), then the batch system
+    assert [g for _, _, g in data.locations] == [*pes, "batch system", "batch system"]
+    assert list(data.groups) == [*pes, "batch system"]
+    assert data.comms["MPI_COMM_WORLD (simulated)"] == tuple(range(len(pes)))
+    text = "\n".join(data.definitions_text)
+    for h, name in enumerate(tables.host_names):
+        assert f"{name!r} class 'node' parent 'rack-{tables.racks[h]}'" in text
+    assert "'rack-0' class 'rack' parent 'cluster'" in text
+    assert "'cluster' class 'machine' parent '-'" in text
+    assert "clock: resolution 1000000000 offset 0" in text
+
+
+def test_chunk_enters_carry_the_chunk_rows(tables, full):
+    _, data = full
+    got = defaultdict(list)
+    for pe in range(tables.n_hosts * tables.cores_per_host):
+        for a, b, attrs in _nested(data.records[pe], "compute chunk"):
+            got[pe].append((a, b, attrs["job_id"], attrs["first_iteration"],
+                            attrs["chunk_size"]))
+    want = defaultdict(list)
+    for c in tables.chunks:
+        want[int(c["pe"])].append((int(c["t_start"]), int(c["t_end"]), int(c["job"]),
+                                   int(c["first"]), int(c["size"])))
+    assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in want.items()}
+
+
+def test_job_regions_cover_every_allocation_and_pe_rows_tile_the_run(tables, full):
+    _, data = full
+    cores = tables.cores_per_host
+    tops = [_top_regions(data.records[pe]) for pe in range(tables.n_hosts * cores)]
+    for regions in tops:
+        assert regions[0][1] == 0 and regions[-1][2] == tables.horizon
+        assert all(a[2] == b[1] for a, b in itertools.pairwise(regions))
+    for row in tables.allocations:
+        name = _job_name(tables, int(row["job"]))
+        for c in range(int(row["pes"])):
+            pe = int(row["host"]) * cores + c
+            # the busy part [start, busy_end) is inside one region of the job
+            assert any(n == name and a <= row["start"] and row["busy_end"] <= b
+                       for n, a, b, _ in tops[pe]), (name, pe)
+
+
+def test_rca_lending_shows_the_borrower_on_the_lent_host(tables, full):
+    _, data = full
+    a = tables.allocations
+    row7 = a[(a["job"] == 7) & (a["host"] == 0)][0]
+    row1 = a[(a["job"] == 1) & (a["host"] == 0)][0]
+    assert row7["owner"] == 1  # job 7 borrows host 0 from job 1 in this run
+    assert row1["busy_end"] < row7["start"] < row1["end"]
+    for pe in range(int(row7["pes"])):  # host 0's PEs
+        tops = _top_regions(data.records[pe])
+        during = [r for r in tops if r[1] < row7["end"] and r[2] > row7["start"]]
+        assert during == [("job 7 (mandelbrot)", row7["start"], row7["end"],
+                           {"job_id": 7, "owner_job": 1})]
+        own = [r for r in tops if r[0] == "job 1 (mandelbrot)"]
+        assert own and own[0][1] == 0 and own[-1][2] <= row7["start"]
+        # the owner's yielded tail before the borrower: job 1 with a nested idle: yielded
+        assert (row1["busy_end"], row7["start"], {}) in _nested(data.records[pe],
+                                                                 "idle: yielded")
+
+
+def test_counters_follow_the_step_series(tables, full):
+    _, data = full
+    samples = data.records[-1]
+    assert samples[0].time == 0 and samples[-1].time == tables.horizon
+    s = step_series(tables)
+
+    def at(key, t):
+        times, values = s[key]
+        i = np.searchsorted(times, t, side="right") - 1
+        return int(values[i]) if i >= 0 else 0
+
+    for r in samples:
+        util, busy, running, queued = r.values
+        assert busy == at("busy_hosts", r.time) and util == busy / tables.n_hosts
+        assert (running, queued) == (at("running", r.time), at("queued", r.time))
+    # one sample per change: consecutive samples differ except the closing one
+    assert all(a.values != b.values for a, b in itertools.pairwise(samples[:-1]))
+
+
+def test_batch_level_has_job_and_idle_regions_only(full, batch):
+    counts, data = batch
+    s = check_trace(data)
+    assert s.max_depth == 1 and s.messages == 0 and counts.chunks == 0
+    assert all(k.startswith("job ") or k == "idle: unallocated" for k in s.enters)
+    assert not any(r.kind in ("send", "recv") for recs in data.records for r in recs)
+    full_s = check_trace(full[1])
+    assert {k: v for k, v in full_s.enters.items() if k.startswith("job ")} == \
+        {k: v for k, v in s.enters.items() if k.startswith("job ")}
+    assert s.metric_samples == full_s.metric_samples
+
+
+def test_golden_dump(full):
+    text = dump_trace(full[1])
+    if os.environ.get("COSIM_UPDATE_GOLDEN"):
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(text)
+    assert GOLDEN.is_file(), "no golden file: run with COSIM_UPDATE_GOLDEN=1"
+    assert text == GOLDEN.read_text(), "trace dump differs from the golden file " \
+        "(COSIM_UPDATE_GOLDEN=1 regenerates it; review the diff)"
+
+
+def _variant(tmp_path, *, technique="FAC2", rca=True, kill=False):
+    platform = load_platform("tiny8x2")
+    jobs = tiny_jobs()
+    if kill:  # job 1 killed by its walltime in the middle of its loop
+        from dataclasses import replace
+        jobs = [replace(j, walltime=20 * S) if j.id == 1 else j for j in jobs]
+    res = cosimulate(jobs, platform=platform, n_hosts=platform.n_hosts,
+                     batch=BatchConfig(backfill="easy", rca=rca),
+                     als=AlsConfig(technique=get(technique), record=True))
+    t = build_tables(res.outcomes, run_id="v", config={}, stats={},
+                     metrics=summary(res.outcomes, platform.n_hosts), platform=platform,
+                     n_hosts=platform.n_hosts, loops=res.loops, technique=technique)
+    counts = write_trace(tmp_path / "t", t, level="full")
+    return t, counts, check_trace(tmp_path / "t")
+
+
+@pytest.mark.parametrize(("technique", "rca", "kill"),
+                         [("FAC2", True, False), ("GSS", False, False), ("STATIC", True, True)])
+def test_variants_pass_the_checker(tmp_path, technique, rca, kill):
+    t, counts, s = _variant(tmp_path, technique=technique, rca=rca, kill=kill)
+    assert s.enters["compute chunk"] == len(t.chunks) == counts.chunks
+    assert s.messages == counts.messages
+    if kill:
+        assert b"killed" in t.jobs["status"].tolist()
+
+
+# -- bad input and the checker ------------------------------------------------------------
+
+
+def test_unknown_level_and_missing_chunks_are_input_errors(tables, tmp_path):
+    with pytest.raises(InputError, match="unknown trace level") as e:
+        write_trace(tmp_path / "t", tables, level="detailed")
+    assert e.value.field == "trace"
+    with pytest.raises(InputError, match="chunk tables"):
+        write_trace(tmp_path / "t", tiny_tables(record=False), level="full")
+    assert not (tmp_path / "t").exists()
+    write_trace(tmp_path / "t", tiny_tables(record=False), level="batch")
+    check_trace(tmp_path / "t")
+
+
+def _tiny_archive(path):
+    """A writer with two PE rows on a world communicator, a region A and B, ProgramBegin."""
+    w = Otf2Writer(path)
+    d = w.defs
+    root = d.system_tree_node("cluster")
+    locs = []
+    for i in range(2):
+        g = d.location_group(f"PE{i}", system_tree_parent=root)
+        locs.append(d.location(f"PE{i}", group=g))
+        w.add_location(locs[-1])
+    d.group("PEs", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locs)
+    world = d.comm("world", d.group("w", group_type=GroupType.COMM_GROUP,
+                                    paradigm=Paradigm.MPI, members=[0, 1]))
+    ra, rb = d.region("A"), d.region("B")
+    for i in range(2):
+        w.program_begin(i, 0, "test")
+        w.program_end(i, 100)
+    return w, world, ra, rb
+
+
+def test_checker_reports_bad_nesting_and_unmatched_messages(tmp_path):
+    w, world, ra, rb = _tiny_archive(tmp_path / "bad")
+    w.enter(0, 1, ra)
+    w.enter(0, 2, rb)
+    w.leave(0, 3, ra)  # B is the innermost region
+    w.leave(0, 4, rb)
+    w.enter(1, 5, rb)  # never left
+    w.send(0, 10, 1, world, 7, 64)  # never received
+    w.send(1, 20, 0, world, 8, 64)
+    w.recv(0, 15, 1, world, 8, 64)  # received before it was sent
+    w.close()
+    with pytest.raises(TraceError) as e:
+        check_trace(tmp_path / "bad")
+    text = str(e.value)
+    assert "Leave 'A' while 'B' is the innermost open region" in text
+    assert "regions left open at the end: ['B']" in text
+    assert "1 sends, 0 receives" in text
+    assert "received at tick 15 before it was sent at tick 20" in text
+    assert len(e.value.problems) >= 4
+
+
+def test_checker_reports_ranks_outside_the_communicator_and_missing_program(tmp_path):
+    w = Otf2Writer(tmp_path / "bad")
+    d = w.defs
+    g = d.location_group("PE0", system_tree_parent=d.system_tree_node("cluster"))
+    loc = d.location("PE0", group=g)
+    w.add_location(loc)
+    d.group("PEs", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=[loc])
+    world = d.comm("world", d.group("w", group_type=GroupType.COMM_GROUP,
+                                    paradigm=Paradigm.MPI, members=[0]))
+    w.send(0, 1, 3, world, 0, 8)
+    w.close()
+    with pytest.raises(TraceError) as e:
+        check_trace(tmp_path / "bad")
+    assert "rank 3 outside 'world' (1 ranks)" in str(e.value)
+    assert "no ProgramBegin/ProgramEnd in the trace" in str(e.value)
+
+
+def test_writer_rejects_bad_ticks_and_attribute_values(tmp_path):
+    w, _, ra, _ = _tiny_archive(tmp_path / "t")
+    with pytest.raises(ValueError, match="negative tick"):
+        w.enter(0, -1, ra)
+    attr = w.defs.attribute("x", "", Type.UINT64)
+    with pytest.raises(ValueError, match="is not a UINT64"):
+        w.enter(0, 1, ra, [(attr, -1)])
+    with pytest.raises(ValueError, match="is not a UINT64"):
+        w.enter(0, 1, ra, [(attr, 2**64)])
+    w.enter(0, 1.5, ra)  # caught when written: the archive is dropped
+    with pytest.raises(ValueError, match="bad event argument"):
+        w.close()
+    assert not (tmp_path / "t").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- never over an existing archive --------------------------------------------------------
+
+
+def test_rewriting_replaces_a_trace_only_once_the_new_one_is_complete(tables, tmp_path):
+    path = tmp_path / "trace"
+    write_trace(path, tables, level="batch")
+    before = dump_trace(path)
+    # a write that fails midway leaves the old trace untouched and no temporary directory
+    with pytest.raises(RuntimeError, match="boom"), Otf2Writer(path) as w:
+        raise RuntimeError("boom")
+    del w
+    assert dump_trace(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace"]
+    write_trace(path, tables, level="full")  # replaced
+    check_trace(path)
+    assert dump_trace(path) != before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace"]
+
+
+def test_refuses_to_replace_what_is_not_a_trace(tables, tmp_path):
+    other = tmp_path / "results"
+    other.mkdir()
+    (other / "keep.txt").write_text("data")
+    with pytest.raises(InputError, match="not an OTF2 trace directory"):
+        write_trace(other, tables, level="batch")
+    assert (other / "keep.txt").read_text() == "data"
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    with pytest.raises(InputError, match="not an OTF2 trace directory"):
+        write_trace(afile, tables, level="batch")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    write_trace(empty, tables, level="batch")  # an empty directory holds nothing to lose
+    assert is_trace_dir(empty)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "file", "results"]
+
+
+# -- the reference reader -------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("otf2-print") is None,
+                    reason="otf2-print is not installed (Debian/Ubuntu: apt-get install "
+                           "otf2-tools); the format check runs where it is")
+def test_otf2_print_accepts_the_trace(full):
+    counts, _ = full
+    proc = subprocess.run(["otf2-print", "--silent", "-Werror",
+                           str(counts.path / "traces.otf2")], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_writer_flushes_up_to_a_watermark_and_sorts_each_location(tmp_path):
+    w, _, ra, rb = _tiny_archive(tmp_path / "t")
+    w.enter(0, 10, ra)
+    w.enter(0, 5, rb)  # appended late, written first: buffers are sorted by tick
+    w.leave(0, 7, rb)
+    assert w.flush([0], upto=10) == 3  # ProgramBegin, Enter B, Leave B; not Enter A
+    w.leave(0, 20, ra)
+    w.enter(0, 6, rb)  # before what was already written
+    with pytest.raises(ValueError, match="after events up to tick 7 were written"):
+        w.flush()
+    w.abort()
+    assert list(tmp_path.iterdir()) == []
