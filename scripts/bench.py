@@ -310,6 +310,25 @@ def _otf2(repeat):
     return rows
 
 
+@bench("plots: write_plots of the main job's two runs (utilization, 2 Gantts, imbalance)")
+def _plots(repeat):
+    from cosim.experiment import MAIN_WORKLOAD, RunOptions, execute, prepare
+    from cosim.output.plots import write_plots
+    from cosim.output.tables import build_tables
+
+    runs = []
+    for rca in ("off", "yield"):
+        rec = execute(prepare(RunOptions(workload=str(MAIN_WORKLOAD), rca=rca)))
+        runs.append(build_tables(rec.outcomes, run_id=f"rca-{rca}", config={"rca": rca},
+                                 metrics=rec.summary, stats={}, platform=rec.platform,
+                                 n_hosts=rec.n_hosts, loops=rec.loops, technique="STATIC"))
+    allocs = sum(len(r.allocations) for r in runs)
+    with tempfile.TemporaryDirectory() as tmp:
+        wall, files = best(repeat, lambda: write_plots(Path(tmp), runs))
+    return [(f"wall ({len(files)} PNGs)", wall, "s", None),
+            (f"allocation rows ({allocs:,})", allocs / wall, "rows/s", None)]
+
+
 @bench("workload: ESP generation (230 jobs) and SWF writing")
 def _esp(repeat):
     from cosim.workload.esp import make_esp

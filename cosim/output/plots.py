@@ -5,7 +5,7 @@ RCA study (Eleliemy & Ciorba, "A resourceful coordination approach for multileve
 scheduling"): `plot_utilization` draws the busy hosts in % of the machine over time for one or
 several runs on the same axes (RCA off vs on), with the queued jobs below; `plot_gantt` draws
 one bar per allocation row, coloured by job category (shades alternate between the jobs of a
-category), the yielded idle tail lighter and borrowed hosts outlined; `plot_imbalance` draws
+category), the yielded idle tail lighter and hatched, borrowed hosts outlined; `plot_imbalance` draws
 max/mean of the per-PE finish times of every app-driven job. `write_plots` writes the standard
 set of a command. Figures are `matplotlib.figure.Figure` objects drawn by the Agg canvas, never
 through pyplot, so no global state changes and nothing is left open between calls; each PNG is
@@ -23,24 +23,22 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
+from matplotlib.colors import to_rgba_array
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, PathPatch
+from matplotlib.path import Path as MplPath
+from matplotlib.ticker import MaxNLocator
 
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.core.files import atomic_open
 from cosim.errors import InputError
 from cosim.output.tables import RunTables, step_series
 
-try:
-    from matplotlib import colormaps
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.collections import PolyCollection
-    from matplotlib.colors import to_rgba_array
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-except ImportError as _exc:  # an optional dependency: say how to get it, not a traceback
-    raise InputError("plots need matplotlib (pip install matplotlib)") from _exc
-
-__all__ = ["plot_utilization", "plot_gantt", "plot_imbalance", "write_plots"]
+__all__ = ["plot_gantt", "plot_imbalance", "plot_utilization", "write_plots"]
 
 PathLike = str | os.PathLike[str]
 
@@ -67,6 +65,8 @@ def _check_runs(runs: Sequence[RunTables], labels: Sequence[str] | None) -> list
 
 def _time_unit(span_s: float) -> tuple[float, str]:
     """Seconds per axis unit and its symbol: the axis of a run of hours reads in hours."""
+    if span_s >= 4 * 86400:
+        return 86400.0, "d"
     if span_s >= 2 * 3600:
         return 3600.0, "h"
     if span_s >= 10 * 60:
@@ -80,8 +80,10 @@ def _fmt_duration(s: float) -> str:
 
 
 def _origin(runs: Sequence[RunTables]) -> int:
-    """The first submission of all runs: time 0 of the axes, where the makespan starts."""
-    firsts = [int(r.jobs["submit"].min()) for r in runs if len(r.jobs)]
+    """The first submission of a job that ran, over all runs: time 0 of the axes, where the
+    makespan starts (rejected jobs count in no metric)."""
+    firsts = [int(r.jobs["submit"][r.jobs["start"] >= 0].min()) for r in runs
+              if (r.jobs["start"] >= 0).any()]
     return min(firsts) if firsts else 0
 
 
@@ -156,7 +158,7 @@ def plot_utilization(path: PathLike, runs: Sequence[RunTables], *,
     path:
         The PNG to write (atomically).
     runs:
-        The runs; their time axes are aligned on the first submission of all of them.
+        The runs; their time axes start at the first submission of a job that ran in any.
     labels:
         One legend label per run (default: the run ids). The legend adds each run's Eq. 1
         utilization (``metrics["utilization"]``, else recomputed) and makespan.
@@ -203,16 +205,20 @@ def plot_utilization(path: PathLike, runs: Sequence[RunTables], *,
             if len(qt) >= 2:
                 axq.stairs(qn[:-1], (qt - origin) / scale, baseline=0, color=colour, lw=0.8,
                            alpha=0.9)
-    if not anything:
+    if anything:
+        ax.set_xlim(left=0)
+    else:
         _no_data(ax, "no job ran: nothing to plot")
+        ax.set_xlim(0, 1)
     ax.set_ylim(0, 105)
-    ax.set_xlim(left=0)
     ax.set_ylabel("busy hosts [% of the machine]")
     ax.grid(True, alpha=0.3)
     handles, texts = ax.get_legend_handles_labels()
     handles.append(Line2D([], [], color="0.3", ls="--", lw=1.4))
     texts.append("overall utilization U (Eq. 1) over [first start, last end]")
-    ax.legend(handles, texts, loc="lower left", fontsize=9, framealpha=0.9)
+    # Below the figure: busy-host curves fill the whole axes, a legend inside would hide them.
+    fig.legend(handles, texts, loc="outside lower center", ncols=min(len(texts), 2),
+               fontsize=9, frameon=False)
     last = ax
     if axq is not None:
         axq.set_ylabel("queued jobs")
@@ -263,16 +269,18 @@ def _job_colours(jobs: np.ndarray) -> tuple[np.ndarray, list[tuple[str, Any]], s
     return palette[np.arange(len(jobs)) % len(palette)], [], "job"
 
 
-def _rects(y: np.ndarray, x0: np.ndarray, x1: np.ndarray, h: float) -> np.ndarray:
-    """Vertices of axis-aligned rectangles (n, 4, 2), lane y centred."""
-    lo, hi = y - h / 2, y + h / 2
-    return np.stack([np.c_[x0, lo], np.c_[x0, hi], np.c_[x1, hi], np.c_[x1, lo]], axis=1)
+def _rects(y0: np.ndarray, y1: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
+    """Vertices (n, 4, 2) of the axis-aligned rectangles [x0, x1] x [y0, y1]."""
+    return np.stack([np.c_[x0, y0], np.c_[x0, y1], np.c_[x1, y1], np.c_[x1, y0]], axis=1)
 
 
-def _runs_of_hosts(hosts: np.ndarray) -> list[np.ndarray]:
-    """Index groups of consecutive host numbers in `hosts` (sorted)."""
-    breaks = np.flatnonzero(np.diff(hosts) != 1) + 1
-    return np.split(np.arange(len(hosts)), breaks)
+def _blocks(job: np.ndarray, host: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row order by (job, host) and the start of each block in it: rows of one job on
+    consecutive hosts (they share the job's start and end, so a block is one rectangle)."""
+    order = np.lexsort((host, job))
+    j, h = job[order], host[order]
+    brk = np.flatnonzero((np.diff(j) != 0) | (np.diff(h) != 1)) + 1
+    return order, np.r_[0, brk] if len(order) else np.zeros(0, dtype=np.int64)
 
 
 def plot_gantt(path: PathLike, tables: RunTables) -> Path:
@@ -281,11 +289,13 @@ def plot_gantt(path: PathLike, tables: RunTables) -> Path:
     Each (job, host) allocation is a bar from the job's start to its end on the host's lane,
     coloured by job category with alternating shades between the jobs of a category (by job,
     cycling a qualitative palette, when there are no categories or more than 20). The busy
-    part (start to busy end) is solid; the yielded tail (busy end to end: the host is idle,
-    lendable under RCA) is lighter. Allocations on a borrowed host (owner != job) are
-    outlined in black. Job ids are written on the bars when there is room: on each busy bar
-    when lanes are tall, else once per job on its largest block of neighbouring hosts.
-    Thin grey lines separate the racks. Returns the path written.
+    part (start to busy end) is solid; the yielded tail (busy end to end: the host idles in
+    its job and can be lent under RCA) is lighter and hatched. Allocations on borrowed hosts
+    (owner != job) are outlined in black, one outline per block of neighbouring hosts of a
+    job. With thin lanes (many hosts) every job's blocks get a white outline instead of
+    seams between lanes, which would stripe the chart. Job ids are written where they fit:
+    on each busy bar when lanes are tall, else once per job on its tallest block. Thin grey
+    lines separate the racks. Returns the path written.
     """
     t = tables
     a = t.allocations
@@ -304,7 +314,8 @@ def plot_gantt(path: PathLike, tables: RunTables) -> Path:
     ax = fig.add_axes((left / width, bottom / height, (width - left - right) / width,
                        plot_h / height))
     lane_px = plot_h * _DPI / n_hosts
-    bar_h = 0.86 if lane_px >= 8 else 1.0  # gaps between lanes only where they can be seen
+    tall = lane_px >= 8
+    half = 0.43 if tall else 0.5  # gaps between lanes only where they can be seen
 
     colours, cat_legend, colour_by = _job_colours(t.jobs)
     row = np.searchsorted(t.jobs["id"], a["job"])
@@ -313,24 +324,49 @@ def plot_gantt(path: PathLike, tables: RunTables) -> Path:
     x0 = (a["start"] - origin) / scale
     xb = (a["busy_end"] - origin) / scale
     x1 = (a["end"] - origin) / scale
-    sep_w = 0.8 if lane_px >= 8 else 0.25  # white seams keep adjacent bars apart
+    seam = 0.8 if tall else 0.0
 
     tail = xb < x1
     light = face[tail].copy()
-    light[:, :3] = 1.0 - 0.38 * (1.0 - light[:, :3])  # lighter: the host idles in its job
-    ax.add_collection(PolyCollection(_rects(y[tail], xb[tail], x1[tail], bar_h),
-                                     facecolors=light, edgecolors="white", linewidths=sep_w,
-                                     zorder=1))
-    ax.add_collection(PolyCollection(_rects(y, x0, xb, bar_h), facecolors=face,
-                                     edgecolors="white", linewidths=sep_w, zorder=2))
-    lent = a["owner"] != a["job"]
-    inset = 0.08 if lane_px >= 8 else 0.0  # keep the outline inside its lane
-    ax.add_collection(PolyCollection(_rects(y[lent], x0[lent], x1[lent], bar_h - inset),
-                                     facecolors="none", edgecolors="black",
-                                     linewidths=1.2 if lane_px >= 8 else 0.45, zorder=3))
-
-    span_units = max((t.horizon - origin) / scale, 1e-9)
+    light[:, :3] = 1.0 - 0.45 * (1.0 - light[:, :3])
+    tail_rects = _rects(y[tail] - half, y[tail] + half, xb[tail], x1[tail])
+    ax.add_collection(PolyCollection(tail_rects, facecolors=light, edgecolors="white",
+                                     linewidths=seam, zorder=1))
+    if len(tail_rects):
+        # One compound path for the hatch: Agg hatches it in one pass, where hatching each
+        # of thousands of polygons takes seconds.
+        hatch = PathPatch(MplPath.make_compound_path_from_polys(tail_rects), fill=False,
+                          lw=0, hatch="////" if tall else "//////", zorder=1.5,
+                          edgecolor=(0.0, 0.0, 0.0, 0.22))
+        ax.add_patch(hatch)
+    ax.add_collection(PolyCollection(_rects(y - half, y + half, x0, xb), facecolors=face,
+                                     edgecolors="white", linewidths=seam, zorder=2))
+    # an empty or instantaneous run still gets a non-degenerate axis
+    span_units = (t.horizon - origin) / scale if len(a) and t.horizon > origin else 1.0
     px_per_unit = (width - left - right) * _DPI / (span_units * 1.02)
+    order, first = _blocks(a["job"], a["host"])
+    if not tall and len(order):
+        # only around blocks a few pixels wide: on thinner ones the outline would erase them
+        blk = order[first]
+        wide = (x1[blk] - x0[blk]) * px_per_unit >= 4
+        lo = a["host"][blk] - half
+        hi = np.maximum.reduceat(a["host"][order], first) + half
+        ax.add_collection(PolyCollection(_rects(lo[wide], hi[wide], x0[blk][wide],
+                                                x1[blk][wide]),
+                                         facecolors="none", edgecolors="white",
+                                         linewidths=0.5, zorder=2.5))
+    lent = a["owner"] != a["job"]
+    if lent.any():
+        idx = np.flatnonzero(lent)
+        order, first = _blocks(a["job"][idx], a["host"][idx])
+        rows = idx[order]
+        inset = 0.04 if tall else 0.0  # keep the outline inside its lanes
+        lo = a["host"][rows][first] - half + inset
+        hi = np.maximum.reduceat(a["host"][rows], first) + half - inset
+        ax.add_collection(PolyCollection(_rects(lo, hi, x0[rows][first], x1[rows][first]),
+                                         facecolors="none", edgecolors="black",
+                                         linewidths=1.2 if tall else 0.6, zorder=3))
+
     _label_jobs(ax, a, x0, xb, lane_px, px_per_unit)
 
     for b in np.flatnonzero(np.diff(t.racks[:n_hosts])) + 0.5:
@@ -351,11 +387,21 @@ def plot_gantt(path: PathLike, tables: RunTables) -> Path:
     if not len(a):
         _no_data(ax, "no job ran: nothing to plot")
 
-    handles = [Patch(fc="0.45", ec="white", label="busy (computing)"),
-               Patch(fc="0.82", ec="white", label="yielded tail\n(idle, lendable)"),
-               Patch(fc="0.45", ec="black", lw=1.2, label="on a borrowed host\n(owner ≠ job)")]
+    # legend entries for what is drawn (a run without RCA has no tails, no borrowed hosts)
+    handles = [Patch(fc="0.45", ec="white", label="busy (computing)")]
+    if tail.any():
+        handles.append(Patch(fc="0.8", ec="white", hatch="////",
+                             label="yielded tail\n(idle, lendable)"))
+    if lent.any():
+        handles.append(Patch(fc="none", ec="black", lw=1.2,
+                             label="on borrowed hosts\n(owner ≠ job)"))
     leg = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                     fontsize=8, title="bar", title_fontsize=9, frameon=False)
+    # Only the categories of jobs that ran: the colours are fixed over all jobs, the legend
+    # names what is drawn.
+    drawn = {c.decode(errors="replace") or "(none)"
+             for c in t.jobs["category"][t.jobs["start"] >= 0].tolist()}
+    cat_legend = [(name, c) for name, c in cat_legend if name in drawn]
     if cat_legend:
         ax.add_artist(leg)  # a second legend would replace the first otherwise
         ax.legend(handles=[Patch(fc=c, label=name) for name, c in cat_legend],
@@ -363,9 +409,8 @@ def plot_gantt(path: PathLike, tables: RunTables) -> Path:
                   title="job category", title_fontsize=9,
                   ncols=2 if len(cat_legend) > 6 else 1)
     ran = int((t.jobs["start"] >= 0).sum())
-    lent_hosts = int(lent.sum())
     fig.suptitle(f"Gantt chart of {t.run_id}: {n_hosts} hosts, {ran} jobs ran, "
-                 f"{len(a)} allocations ({lent_hosts} on borrowed hosts)", fontsize=12,
+                 f"{len(a)} allocations ({int(lent.sum())} on borrowed hosts)", fontsize=12,
                  x=left / width, ha="left", y=1 - 0.12 / height, va="top")
     sub = _common_config([t])
     fig.text(left / width, 1 - 0.42 / height,
@@ -379,30 +424,34 @@ def _label_jobs(ax: Any, a: np.ndarray, x0: np.ndarray, xb: np.ndarray, lane_px:
     """Job ids on busy bars wherever the text fits (estimated from the font size)."""
     fs = 8 if lane_px >= 14 else 6
     char_px = 0.62 * fs * _DPI / 72
-    text_h = 1.25 * fs * _DPI / 72
+    text_h = 1.3 * fs * _DPI / 72
     if lane_px >= 14:  # tall lanes: one label per busy bar
-        for k in range(len(a)):
-            label = str(int(a["job"][k]))
-            if (xb[k] - x0[k]) * px_per_unit >= char_px * len(label) + 6:
-                ax.text((x0[k] + xb[k]) / 2, a["host"][k], label, ha="center", va="center",
-                        fontsize=fs, zorder=4, clip_on=True)
+        digits = np.char.str_len(a["job"].astype(str))
+        fits = (xb - x0) * px_per_unit >= char_px * digits + 6
+        for k in np.flatnonzero(fits):
+            ax.text((x0[k] + xb[k]) / 2, a["host"][k], str(int(a["job"][k])), ha="center",
+                    va="center", fontsize=fs, zorder=4, clip_on=True)
         return
-    # thin lanes: one label per job, on its tallest block of neighbouring hosts, over the
-    # time all of them are busy (no borrower can be drawn there: lending starts at a yield)
-    order = np.lexsort((a["host"], a["job"]))
-    jobs = a["job"][order]
-    for grp in np.split(order, np.flatnonzero(np.diff(jobs)) + 1):
-        if not len(grp):
-            continue
-        grp = grp[np.argsort(a["host"][grp], kind="stable")]
-        best = max(_runs_of_hosts(a["host"][grp]), key=len)
-        rows = grp[best]
-        lo, hi = x0[rows].max(), xb[rows].min()
-        label = str(int(a["job"][rows[0]]))
-        if (hi - lo) * px_per_unit >= char_px * len(label) + 4 and \
-                len(rows) * lane_px >= text_h:
-            ax.text((lo + hi) / 2, (a["host"][rows].min() + a["host"][rows].max()) / 2,
-                    label, ha="center", va="center", fontsize=fs, zorder=4, clip_on=True)
+    # Thin lanes: one label per job, on its tallest block of neighbouring hosts, centred in
+    # time up to the median busy end of the block (most of its hosts still compute there).
+    order, first = _blocks(a["job"], a["host"])
+    if not len(order):
+        return
+    sizes = np.diff(np.r_[first, len(order)])
+    # blocks are in job order: each job's blocks are one slice of them
+    _, job_first, job_count = np.unique(a["job"][order][first], return_index=True,
+                                        return_counts=True)
+    for f, c in zip(job_first.tolist(), job_count.tolist(), strict=True):
+        b = f + int(np.argmax(sizes[f:f + c]))
+        rows = order[first[b]: first[b] + sizes[b]]
+        j = a["job"][rows[0]]
+        lo, hi = x0[rows[0]], float(np.median(xb[rows]))
+        label = str(int(j))
+        if (hi - lo) * px_per_unit >= char_px * len(label) + 4 and len(rows) * lane_px >= text_h:
+            ax.text((lo + hi) / 2, (a["host"][rows[0]] + a["host"][rows[-1]]) / 2, label,
+                    ha="center", va="center", fontsize=fs, zorder=4, clip_on=True,
+                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                          "alpha": 0.6})
 
 
 # -- load imbalance -----------------------------------------------------------------------
@@ -449,7 +498,7 @@ def plot_imbalance(path: PathLike, runs: Sequence[RunTables], *,
             label += f", mean {vals.mean():.2f}, max {vals.max():.2f}"
             anything = True
         if skipped:
-            label += f" ({skipped} without imbalance, not shown)"
+            label += f" ({skipped} rigid or not run: not shown)"
         colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
         # Hollow markers after the first run: identical values of two runs stay visible.
         ax.plot(x, vals, ls="-" if order == "sorted" else "none", lw=0.8,
@@ -457,10 +506,14 @@ def plot_imbalance(path: PathLike, runs: Sequence[RunTables], *,
                 mfc=colour if i == 0 else "none", mec=colour, color=colour, alpha=0.85,
                 label=label)
     ax.axhline(1.0, color="0.3", lw=0.8, ls=":", label="perfect balance (1.0)")
-    if not anything:
+    if anything:
+        ax.set_ylim(bottom=0.95)
+    else:
         _no_data(ax, "no app-driven job ran: no load imbalance to plot\n"
                      "(rigid jobs have none)")
-    ax.set_ylim(bottom=0.95 if anything else 0.0)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 2)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # job ids and ranks are whole
     ax.set_xlabel("job id" if order == "id" else "jobs by decreasing imbalance (rank)")
     ax.set_ylabel("load imbalance\nmax / mean of PE finish times")
     ax.grid(True, alpha=0.3)

@@ -1,0 +1,128 @@
+"""PNG plots of runs: files written atomically, valid PNGs of sane size, edge cases."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cosim.errors import InputError
+from cosim.output import plots
+from cosim.output.tables import RunTables, build_tables
+from cosim.platform import load_platform
+from cosim.testing.runs import tiny_jobs, tiny_tables
+from cosim.workload.jobs import JobOutcome
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """Width and height from the IHDR chunk, after checking the signature."""
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE, path
+    assert data[12:16] == b"IHDR", path
+    return struct.unpack(">II", data[16:24])
+
+
+def assert_png(path: Path, min_bytes: int = 5_000) -> None:
+    assert path.is_file()
+    w, h = png_size(path)
+    assert 400 <= w <= 4000 and 300 <= h <= 4000, (path.name, w, h)
+    assert path.stat().st_size > min_bytes, path
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[RunTables]:
+    return [tiny_tables(rca=False, run_id="tiny-off"), tiny_tables(run_id="tiny-yield")]
+
+
+@pytest.fixture(scope="module")
+def empty() -> RunTables:
+    """A run where no job ran: every job of the tiny workload rejected."""
+    platform = load_platform("tiny8x2")
+    outcomes = [JobOutcome(job=j, start=None, end=None, hosts=(), status="rejected")
+                for j in tiny_jobs()]
+    return build_tables(outcomes, run_id="none ran", config={"workload": "tiny"},
+                        metrics={}, stats={}, platform=platform, n_hosts=platform.n_hosts)
+
+
+def test_write_plots_returns_exactly_the_files_written(tmp_path, runs):
+    out = tmp_path / "plots"
+    written = plots.write_plots(out, runs, prefix="t-")
+    names = [p.name for p in written]
+    assert names == ["t-utilization.png", "t-gantt-tiny-off.png", "t-gantt-tiny-yield.png",
+                     "t-imbalance.png"]
+    assert sorted(out.iterdir()) == sorted(written)  # nothing else: no temporary file left
+    for p in written:
+        assert_png(p)
+    # the Gantt of 8 hosts is wider than tall; the shared plots too
+    for p in written:
+        w, h = png_size(p)
+        assert w > h
+
+
+def test_gantt_of_the_main_job_size_is_bounded(tmp_path, runs):
+    # a 256-host run has the same allocation rows as tiny's, moved onto 256 hosts: the
+    # figure grows with the hosts, then stops (lanes shrink)
+    t = runs[1]
+    wide = replace(t, n_hosts=256, host_names=tuple(f"h{i}" for i in range(256)),
+                   racks=np.repeat(np.arange(16, dtype=np.int32), 16))
+    w, h = png_size(plots.plot_gantt(tmp_path / "g.png", wide))
+    w8, h8 = png_size(plots.plot_gantt(tmp_path / "g8.png", t))
+    assert w == w8 and h8 < h <= 4000
+
+
+def test_single_run_without_queue_panel_and_sorted_profile(tmp_path, runs):
+    u = plots.plot_utilization(tmp_path / "u.png", runs[:1], labels=["RCA off"],
+                               queued=False)
+    i = plots.plot_imbalance(tmp_path / "i.png", runs, order="sorted")
+    assert_png(u)
+    assert_png(i)
+    assert png_size(u)[1] < png_size(plots.plot_utilization(tmp_path / "uq.png", runs[:1]))[1]
+
+
+def test_rewriting_replaces_the_file_atomically(tmp_path, runs):
+    target = tmp_path / "g.png"
+    target.write_bytes(b"old")
+    plots.plot_gantt(target, runs[0])
+    assert_png(target)
+    assert [p.name for p in tmp_path.iterdir()] == ["g.png"]
+
+
+def test_empty_run_gives_an_empty_state_plot(tmp_path, empty):
+    written = plots.write_plots(tmp_path, [empty])
+    assert [p.name for p in written] == ["utilization.png", "gantt-none-ran.png",
+                                         "imbalance.png"]
+    for p in written:
+        assert_png(p, min_bytes=2_000)
+
+
+def test_metrics_missing_are_recomputed(tmp_path, runs):
+    t = runs[1]
+    bare = replace(t, metrics={})
+    assert plots._utilization(bare) == pytest.approx(t.metrics["utilization"])
+    assert plots._makespan_s(bare) == pytest.approx(t.metrics["makespan_s"])
+
+
+def test_duplicate_run_ids_get_distinct_gantt_files(tmp_path, runs, monkeypatch):
+    # file naming only: the Gantt renderer is stubbed (rendering is tested above)
+    monkeypatch.setattr(plots, "plot_gantt", lambda path, tables: Path(path))
+    same = [replace(runs[0], run_id="tiny off"), replace(runs[1], run_id="tiny/off")]
+    names = [p.name for p in plots.write_plots(tmp_path, same)]
+    assert names == ["utilization.png", "gantt-tiny-off.png", "gantt-tiny-off-2.png",
+                     "imbalance.png"]
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda d, r: plots.plot_utilization(d / "u.png", []), "no run to plot"),
+    (lambda d, r: plots.plot_imbalance(d / "i.png", r, labels=["one"]), "1 labels for 2 runs"),
+    (lambda d, r: plots.plot_imbalance(d / "i.png", r, order="by-size"), "unknown order"),
+    (lambda d, r: plots.write_plots(d, r[0]), "sequence of runs"),
+])
+def test_bad_arguments_are_input_errors(tmp_path, runs, call, message):
+    with pytest.raises(InputError, match=message):
+        call(tmp_path, runs)
+    assert list(tmp_path.iterdir()) == []
