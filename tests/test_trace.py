@@ -56,30 +56,26 @@ def batch(tables, tmp_path_factory):
     return counts, read_trace(path)
 
 
-def _top_regions(records):
-    """Depth-0 regions of one location: [(name, enter tick, leave tick, enter attrs)]."""
+def _regions(records):
+    """Every region of one location as (depth, Enter record, Leave tick), in Leave order."""
     out, stack = [], []
     for r in records:
         if r.kind == "enter":
             stack.append(r)
         elif r.kind == "leave":
             e = stack.pop()
-            if not stack:
-                out.append((e.name, e.time, r.time, dict(e.attrs)))
+            out.append((len(stack), e, r.time))
     return out
+
+
+def _top_regions(records):
+    """Depth-0 regions of one location: [(name, enter tick, leave tick, enter attrs)]."""
+    return [(e.name, e.time, t, dict(e.attrs)) for d, e, t in _regions(records) if d == 0]
 
 
 def _nested(records, name):
     """[(enter tick, leave tick, enter attrs)] of every region `name` on one location."""
-    out, stack = [], []
-    for r in records:
-        if r.kind == "enter":
-            stack.append(r)
-        elif r.kind == "leave":
-            e = stack.pop()
-            if e.name == name:
-                out.append((e.time, r.time, dict(e.attrs)))
-    return out
+    return [(e.time, t, dict(e.attrs)) for _, e, t in _regions(records) if e.name == name]
 
 
 def _job_name(tables, job):
