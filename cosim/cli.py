@@ -271,7 +271,6 @@ def _mpi_rank_size() -> tuple[int, int]:
 def _cmd_run(args: argparse.Namespace) -> int:
     from cosim.experiment import (
         default_out, execute, main_out, plan, prepare, serve_als, write_outputs,
-        write_plots_of,
     )
 
     rank, size = _mpi_rank_size()
@@ -300,9 +299,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                     first=i == 0, argv=["cosim", *sys.argv[1:]]))
         records.append(record)
     if runs[0].opt.plots:
+        from cosim.output.plots import write_plots
         from cosim.output.runfiles import write_summary
 
-        pngs = write_plots_of(tables, base)
+        pngs = write_plots(base, tables)
         for r in records:  # each summary.json (already complete) now names the plots too
             r.summary["plots"] = [str(p) for p in pngs]
             write_summary(Path(r.summary["out"]) / "summary.json", r.summary)

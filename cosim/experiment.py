@@ -288,13 +288,6 @@ def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
     return tables
 
 
-def write_plots_of(runs: Sequence[Any], out: Path) -> list[Path]:
-    """The standard plots of a command's runs under `out` (`cosim.output.plots`)."""
-    from cosim.output.plots import write_plots
-
-    return write_plots(out, runs)
-
-
 def main_out(opt: RunOptions, rca: str) -> Path:
     """Output directory of one run of the main job."""
     base = Path(opt.out) if opt.out else Path("runs") / (

@@ -44,7 +44,14 @@ from cosim.errors import InputError, ProtocolError
 from cosim.platform import Platform
 from cosim.platform.allocation import job_pe_indices
 from cosim.protocol.messages import (
-    AppCompleted, AppStarted, Command, ExcludeHosts, Fact, HostsExcluded, HostsYielded, KillApp,
+    AppCompleted,
+    AppStarted,
+    Command,
+    ExcludeHosts,
+    Fact,
+    HostsExcluded,
+    HostsYielded,
+    KillApp,
     StartApp,
 )
 from cosim.workload import TaskCosts, load_app
@@ -109,6 +116,23 @@ class _App:
         self.seen = 0  # done events of the run already turned into facts
         self.min_asg = run.min_assign_ticks
         self.ended = False
+
+    def drop_reported(self) -> None:
+        """Forget pending yields of hosts the batch level was already told of (a replay finds
+        them again)."""
+        kept = []
+        for e in self.pending:
+            f = e[2]
+            if isinstance(f, HostsYielded):
+                new = tuple(h for h in f.hosts if h not in self.reported)
+                if not new:
+                    continue
+                if new != f.hosts:
+                    f = HostsYielded(time=f.time, job_id=f.job_id, hosts=new)
+                    e = (f.key, e[1], f)
+            kept.append(e)
+        self.pending = kept
+        heapq.heapify(kept)
 
     def replay(self, tick: int) -> LoopRun:
         """A fresh run with the removals so far, advanced to `tick` (the state at `tick`)."""
@@ -215,7 +239,6 @@ class AppSimulator:
         self.results: dict[int, LoopResult] = {}
         self.chunk_events = 0
         self.apps_started = 0
-        self.exclusions = 0  # exclusion requests answered
         self.rollbacks = 0  # runs replayed to an earlier tick to apply an exclusion
 
     # -- commands ---------------------------------------------------------------------------
@@ -313,21 +336,7 @@ class AppSimulator:
             run.remove(at, ranks)
             app.removals.append((at, ranks))
             app.collect()
-            # yields the batch level already knows of (found again by a replay) are not news
-            kept = []
-            for e in app.pending:
-                f = e[2]
-                if isinstance(f, HostsYielded):
-                    new = tuple(h for h in f.hosts if h not in app.reported)
-                    if not new:
-                        continue
-                    if new != f.hosts:
-                        f = HostsYielded(time=f.time, job_id=f.job_id, hosts=new)
-                        e = (f.key, e[1], f)
-                kept.append(e)
-            app.pending = kept
-            heapq.heapify(app.pending)
-        self.exclusions += 1
+            app.drop_reported()
         app.push(HostsExcluded(time=cmd.time, job_id=cmd.job_id, hosts=tuple(sorted(hosts)),
                                for_job=cmd.for_job))
 
