@@ -1,20 +1,24 @@
 """Facts (ALS -> BLS, past tense) and commands (BLS -> ALS, imperative), as frozen dataclasses.
 
 Every message carries the tick it refers to. Facts are handled by the batch level in the
-canonical order `Fact.key` = ``(time, kind order, job_id)``
-(completions, then yields, then starts, then answers to exclusion requests); commands are applied by the ALS in
-``(time, job_id)`` order. The batch level never looks inside an app: a rigid app (its run
+canonical order `Fact.key` = ``(time, kind order, job_id)`` (completions, then yields, then
+starts, then answers to exclusion requests, then resizes); commands are applied by the ALS in
+``(time, job_id)`` order. Sets of hosts and PEs travel as `IndexSet` (runs of indices; PEs
+are *global* PE indices, host-major as `Platform.pe_hosts`). The batch level never looks inside an app: a rigid app (its run
 time known from the trace) is simulated by a local ALS that turns `StartApp` into
 `AppStarted` and a later `AppCompleted`, exactly as a remote ALS rank will.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from cosim.core.indexset import EMPTY, IndexSet
+
 __all__ = ["Fact", "Command", "AppStarted", "AppCompleted", "HostsYielded", "HostsExcluded",
-           "StartApp", "KillApp", "ExcludeHosts"]
+           "AppResized", "StartApp", "KillApp", "ExcludeHosts", "ShrinkApp", "ExpandApp"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,6 +81,25 @@ class HostsExcluded(Fact):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AppResized(Fact):
+    """The allocation of `job_id` changed at `time` after a `ShrinkApp` or `ExpandApp`.
+
+    `released`: PEs the app gave up at `time` (free from then on). Each PE named by a
+    `ShrinkApp` is released exactly once, at its *release tick*: a trace app releases at the
+    command's tick; a DLS worker when it has finished its chunk in flight and been answered
+    "no more work"; PEs released at one tick form one fact. A release at the job's completion
+    tick is not reported (`AppCompleted` frees everything). `added`: PEs of an `ExpandApp`,
+    confirmed at the command's tick. `pes`: the PEs the app holds after the change (PEs still
+    finishing a chunk for a shrink included).
+    """
+
+    released: IndexSet = EMPTY
+    added: IndexSet = EMPTY
+    pes: int = 0
+    ORDER: ClassVar[int] = 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StartApp(Command):
     """Start the app of `job_id` on `hosts` (host indices, ascending) using `pes` PEs.
 
@@ -84,13 +107,17 @@ class StartApp(Command):
     ``Job.app_params`` as sorted pairs), so that an ALS rank needs nothing but the command.
     `limit` is the tick of the walltime kill the batch level will send (None when walltime
     kill is off): an ALS never simulates the app past it, however far it runs ahead.
+    `pe_set`: the job's global PE indices when they are not the spread rule's
+    (`cosim.platform.allocation.job_pe_indices`); empty: the spread rule on `hosts`. The app's
+    master runs on the first PE.
     """
 
-    hosts: tuple[int, ...]
+    hosts: Sequence[int]
     pes: int
     app: str = "rigid"
     params: tuple[tuple[str, str], ...] = ()
     limit: int | None = None
+    pe_set: IndexSet = EMPTY
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,3 +134,34 @@ class ExcludeHosts(Command):
 
     count: int
     for_job: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShrinkApp(Command):
+    """Take the PEs `pes` (global indices, a subset of the job's PEs, never its master's PE,
+    never all of them) away from the app of `job_id` from `time` on.
+
+    Mandatory for malleable jobs (unlike `ExcludeHosts`). A DLS app stops giving them work at
+    its next chunk boundary (requests served after `time`); a trace app changes its rate at
+    `time`. Each PE is released by an `AppResized` fact at its release tick. `for_job`: the
+    queued job the PEs are for (None: no particular one). `limit`: the job's new walltime-kill
+    tick (None: unchanged).
+    """
+
+    pes: IndexSet
+    for_job: int | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpandApp(Command):
+    """Give the free PEs `pes` (global indices) to the app of `job_id` from `time` on.
+
+    A DLS app's new workers send their first request after `time` (the technique restarts on
+    the iterations not yet handed out); a trace app changes its rate at `time`. Confirmed by
+    an `AppResized` fact with ``added=pes`` at `time`. `limit`: the new walltime-kill tick
+    (None: unchanged).
+    """
+
+    pes: IndexSet
+    limit: int | None = None

@@ -7,18 +7,35 @@ limit a walltime kill enforces. `runtime` is the job's real run time when its ap
 ``rigid`` (from the trace); app-driven jobs (mandelbrot, psia) get theirs from the ALS and keep
 ``runtime`` as the trace's value only for reference. `priority` orders before the policy's key
 (higher first; ESP's Z jobs use it). `exclusion_ok` is the user's hint that the job's app may
-give up hosts to a queued job when asked (RCA exclusion requests, ``--rca full``). `swf` keeps the 18 original SWF fields for a faithful
-round trip (None for generated jobs). `JobOutcome` is what a simulation made of a job.
+give up hosts to a queued job when asked (RCA exclusion requests, ``--rca full``). `swf` keeps
+the 18 original SWF fields for a faithful round trip (None for generated jobs).
+
+**Kinds** (Feitelson & Rudolph; ElastiSim's names): ``rigid`` runs on exactly `pes` PEs and is
+never resized; ``moldable`` may start on any PE count in ``[min_pes, max_pes]`` and keeps it;
+``malleable`` may also be shrunk and expanded by the batch level within those bounds while it
+runs; ``evolving`` jobs would ask for changes themselves — no policy acts on such requests yet
+(RCA's voluntary yields are cosim's app-initiated change), so they are scheduled as rigid.
+`min_pes`/`max_pes` default to `pes` (0 means "not given"); a rigid or evolving job always has
+``min_pes == max_pes == pes`` (whatever is given). `pes` stays the *reference* allocation: a trace job's
+`runtime` is its run time on `pes` PEs spread over `hosts` hosts, and `model` (a
+`RuntimeModel`) says how the run time changes on another allocation.
+`JobOutcome` is what a simulation made of a job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 from types import MappingProxyType
+from typing import Literal
 
-__all__ = ["Job", "JobOutcome"]
+from cosim.core.indexset import IndexSet
+from cosim.workload.runtime_models import IDEAL, RuntimeModel
+
+__all__ = ["Job", "JobOutcome", "KINDS", "RESIZABLE"]
+
+KINDS = ("rigid", "moldable", "malleable", "evolving")
+RESIZABLE = frozenset(("malleable",))  # kinds the batch level may shrink and expand
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,6 +58,10 @@ class Job:
     partition: int = -1
     exclusion_ok: bool = False
     swf: tuple[float, ...] | None = None
+    kind: Literal["rigid", "moldable", "malleable", "evolving"] = "rigid"
+    min_pes: int = 0
+    max_pes: int = 0
+    model: RuntimeModel = IDEAL
 
     def __post_init__(self) -> None:
         if self.id < 0:
@@ -53,6 +74,24 @@ class Job:
             raise ValueError("walltime and runtime must be >= 0")
         if not isinstance(self.app_params, MappingProxyType):
             object.__setattr__(self, "app_params", MappingProxyType(dict(self.app_params)))
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown job kind {self.kind!r} (known: {', '.join(KINDS)})")
+        if self.kind in ("rigid", "evolving"):  # exactly its PEs (follows `pes` on replace)
+            lo = hi = self.pes
+        else:
+            lo = self.min_pes or self.pes
+            hi = self.max_pes or self.pes
+        if lo < 1 or lo > hi:
+            raise ValueError(f"need 1 <= min_pes <= max_pes, got {lo} and {hi}")
+        if lo != self.min_pes:
+            object.__setattr__(self, "min_pes", lo)
+        if hi != self.max_pes:
+            object.__setattr__(self, "max_pes", hi)
+
+    @property
+    def resizable(self) -> bool:
+        """True if the batch level may shrink and expand the job while it runs."""
+        return self.kind in RESIZABLE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,18 +100,32 @@ class JobOutcome:
 
     status: ``completed``; ``killed`` (walltime exceeded, ended at start + walltime);
     ``rejected`` (never started: larger than the machine; start and end are None).
-    hosts: the host indices it ran on, ascending (empty when rejected), borrowed ones included.
+    hosts: the host indices it ran on, ascending (empty when rejected), borrowed ones included
+    (an `IndexSet`; with resizes, every host it ever had PEs on).
     RCA accounting: `yielded` = (host, tick) for each host the job reported out of work;
     `lent` = (host, tick) for each of its hosts the batch level first lent to another job (the
     job owns the host until it ends, but stops accounting for it from that tick); `borrowed` =
     (host, owner job id) for each host it ran on while another job owned it.
+    Resizes: `shrinks` and `expands` count the `ShrinkApp`/`ExpandApp` commands the job
+    obeyed; `pe_ticks` is the PE-time it used (PEs x ticks over its allocation as it changed,
+    a yielded host's idle tail excluded); `pes_start` the PEs it started on (its reference
+    `Job.pes` unless a policy chose another size).
     """
 
     job: Job
     start: int | None
     end: int | None
-    hosts: tuple[int, ...]
+    hosts: IndexSet | tuple[int, ...]
     status: Literal["completed", "killed", "rejected"]
     yielded: tuple[tuple[int, int], ...] = ()
     lent: tuple[tuple[int, int], ...] = ()
     borrowed: tuple[tuple[int, int], ...] = ()
+    shrinks: int = 0
+    expands: int = 0
+    pe_ticks: int = 0
+    pes_start: int = 0
+
+    @property
+    def resizes(self) -> int:
+        """Shrinks plus expands."""
+        return self.shrinks + self.expands
