@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from cosim.bls import policies
 from cosim.errors import EXIT_INPUT, CosimError, InputError
 
 __all__ = ["main", "build_parser"]
@@ -80,12 +80,28 @@ def build_parser() -> argparse.ArgumentParser:
                      help="platform name in platforms/ or a .toml/.xml file (default ib256)")
     run.add_argument("--hosts", type=int, metavar="N",
                      help="use the first N hosts of the platform (default: all)")
-    run.add_argument("--batch", choices=("fcfs", "easy", "conservative"), default="easy",
-                     help="fcfs = no backfilling; easy (default) or conservative backfilling")
-    run.add_argument("--priority", choices=("fcfs", "sjf"), default="fcfs",
+    run.add_argument("--batch", choices=("fcfs", *sorted(policies.BACKFILLS)), default="easy",
+                     help="backfilling: fcfs (= none: the queue head blocks), easy (default), "
+                     "conservative")
+    run.add_argument("--priority", choices=sorted(policies.PRIORITIES), default="fcfs",
                      help="queue order (default fcfs)")
-    run.add_argument("--selection", choices=("first-fit", "contiguous", "best-fit"),
+    run.add_argument("--selection", choices=sorted(policies.SELECTIONS),
                      default="first-fit", help="host selection (default first-fit)")
+    run.add_argument("--malleable", choices=policies.malleable_names(), default="none",
+                     help="malleable policy: equi = equipartition (Kale et al.): every job its "
+                     "minimum PEs, the rest shared equally up to each maximum; it replaces "
+                     "--batch (default none)")
+    run.add_argument("--malleable-param", action="append", metavar="K=V", default=[],
+                     help="malleable policy parameter (repeatable), e.g. share=level, "
+                     "queue=fcfs for equi")
+    run.add_argument("--malleable-fraction", type=float, metavar="F", default=None,
+                     help="make a seeded random share F of the trace's rigid jobs malleable, "
+                     "with PE bounds from --min-frac and --max-frac (jobs the trace marks "
+                     "keep their marks)")
+    run.add_argument("--min-frac", type=float, default=0.5, metavar="F",
+                     help="--malleable-fraction: min PEs = ceil(F x requested) (default 0.5)")
+    run.add_argument("--max-frac", type=float, default=1.0, metavar="F",
+                     help="--malleable-fraction: max PEs = floor(F x requested) (default 1)")
     run.add_argument("--walltime-kill", choices=("on", "off"), default="on",
                      help="kill jobs that outlive their requested time (default on)")
     run.add_argument("--procs-field", choices=("requested", "allocated"),
@@ -168,6 +184,13 @@ def build_parser() -> argparse.ArgumentParser:
     esp.add_argument("--exclusion-ok", action="store_true",
                      help="mark every job as willing to give up hosts when asked (RCA "
                      "exclusion requests, cosim run --rca full)")
+    esp.add_argument("--malleable", action="store_true",
+                     help="mark every job but the Z jobs malleable (CosimApp kind=malleable), "
+                     "with PE bounds from --min-frac and --max-frac")
+    esp.add_argument("--min-frac", type=float, default=0.5, metavar="F",
+                     help="--malleable: min PEs = ceil(F x requested) (default 0.5)")
+    esp.add_argument("--max-frac", type=float, default=1.0, metavar="F",
+                     help="--malleable: max PEs = floor(F x requested) (default 1)")
     esp.add_argument("-o", "--out", required=True, metavar="FILE.swf")
     esp.set_defaults(handler=_cmd_workload_esp)
     return parser
@@ -252,7 +275,10 @@ def _run_options(args: argparse.Namespace, workload: str):
         exclusion_ok=args.exclusion_ok, max_slowdown=args.max_slowdown,
         exclusion_max_short=args.exclusion_max_short,
         app_overrides=parse_pairs(args.app_overrides, option="app-overrides"),
-        quantum_s=args.quantum, seed=args.seed, out=args.out,
+        quantum_s=args.quantum, seed=args.seed, out=args.out, malleable=args.malleable,
+        malleable_params=parse_pairs(args.malleable_param, option="malleable-param"),
+        malleable_fraction=args.malleable_fraction, min_frac=args.min_frac,
+        max_frac=args.max_frac,
         trace=args.trace or ("full" if workload is None else "none"),
         plots=args.plots if args.plots is not None else workload is None,
         chunks=args.chunks)
@@ -262,29 +288,38 @@ def _warn(message: str) -> None:
     print(f"cosim: warning: {message}", file=sys.stderr)
 
 
-def _mpi_rank_size() -> tuple[int, int]:
-    """This process's rank and the world size as the MPI launcher announces them (no MPI
-    call: inputs are validated before MPI is touched)."""
-    return int(os.environ.get("PMI_RANK", "0")), int(os.environ.get("PMI_SIZE", "1"))
+def _world() -> tuple[object | None, int]:
+    """MPI's world communicator and this process's rank in it (None, 0 without mpi4py).
+
+    Called only once inputs are validated: rank and size come from ``COMM_WORLD`` whatever the
+    launcher (MPICH's mpiexec, Open MPI's mpirun, Slurm's srun); a serial run is a world of
+    one."""
+    try:
+        from cosim.transport.mpi import world
+    except ImportError:
+        return None, 0
+    comm = world()
+    return comm, comm.rank
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from cosim.experiment import (
         default_out, execute, main_out, plan, prepare, serve_als, write_outputs,
     )
+    from cosim.output.runfiles import write_summary
 
-    rank, size = _mpi_rank_size()
-    runs = [prepare(o, warn=_warn if rank == 0 else None)
-            for o in plan(_run_options(args, args.workload))]
-    comm = None
-    if size > 1:
-        from cosim.transport.mpi import world
-
-        comm = world()
-        if comm.rank != 0:
-            for run in runs:
-                serve_als(run, comm)
-            return 0
+    warnings: list[str] = []
+    runs = [prepare(o, warn=warnings.append) for o in plan(_run_options(args, args.workload))]
+    comm, rank = _world()
+    if rank == 0:
+        for w in warnings:
+            _warn(w)
+    if comm is not None and comm.size == 1:
+        comm = None
+    if comm is not None and comm.rank != 0:
+        for run in runs:
+            serve_als(run, comm)
+        return 0
     records, tables = [], []
     for i, run in enumerate(runs):
         if args.workload is None:
@@ -296,16 +331,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # one results.h5 per command: the main job's two runs go into the directory above them
         base = out if args.workload else out.parent
         tables.append(write_outputs(record, out, run_id=out.name, results=base / "results.h5",
-                                    first=i == 0, argv=["cosim", *sys.argv[1:]]))
+                                    first=i == 0, argv=["cosim", *sys.argv[1:]],
+                                    summary=False))
         records.append(record)
     if runs[0].opt.plots:
         from cosim.output.plots import write_plots
-        from cosim.output.runfiles import write_summary
 
         pngs = write_plots(base, tables)
-        for r in records:  # each summary.json (already complete) now names the plots too
+        for r in records:
             r.summary["plots"] = [str(p) for p in pngs]
-            write_summary(Path(r.summary["out"]) / "summary.json", r.summary)
+    for r in records:  # last: a summary.json marks a complete run
+        write_summary(Path(r.summary["out"]) / "summary.json", r.summary)
     summaries = [r.summary for r in records]
     if args.json:
         json.dump(summaries[0] if args.workload else summaries, sys.stdout)
@@ -415,7 +451,8 @@ def _cmd_workload_esp(args: argparse.Namespace) -> int:
         raise InputError("the seed must be >= 0", field="seed")
     w = make_esp(app=args.app, out=args.out, seed=args.seed, hosts=args.hosts,
                  arrival=args.arrival, platform=args.platform,
-                 walltime_factor=args.walltime_factor, exclusion_ok=args.exclusion_ok)
+                 walltime_factor=args.walltime_factor, exclusion_ok=args.exclusion_ok,
+                 malleable=args.malleable, min_frac=args.min_frac, max_frac=args.max_frac)
     print(f"wrote {args.out}: {len(w.jobs)} ESP-{args.app} jobs, T_min "
           f"{w.t_min / 1e9:,.1f} s, {w.initial_block} jobs at t=0 ({args.arrival} arrival)")
     return 0
@@ -436,19 +473,26 @@ def _print_table(rows: list[dict]) -> None:
               f"{r['efficiency']:>6.3f} {r['wall_s']:>8.3f}")
 
 
+def _rank() -> int:
+    """This process's MPI rank (0 when serial or when MPI is not available)."""
+    try:
+        return _world()[1]
+    except Exception:  # noqa: BLE001 - an error is being reported: never hide it behind MPI's
+        return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (2 for bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    rank = _mpi_rank_size()[0]
     try:
         return args.handler(args)
     except InputError as exc:
-        if rank == 0:  # every rank validates the same inputs; one prints
+        if _rank() == 0:  # every rank validates the same inputs; one prints
             print(f"cosim: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except CosimError as exc:
-        if rank == 0:
+        if _rank() == 0:
             print(f"cosim: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -51,6 +51,11 @@ class RunOptions:
     exclusion_max_short: float = 0.25
     app_overrides: Mapping[str, str] = field(default_factory=dict)
     quantum_s: float = 0.0
+    malleable: str = "none"
+    malleable_params: Mapping[str, str] = field(default_factory=dict)
+    malleable_fraction: float | None = None
+    min_frac: float = 0.5
+    max_frac: float = 1.0
     seed: int = 0
     out: str | None = None
     trace: str = "none"
@@ -71,6 +76,7 @@ class RunRecord:
     loops: dict = field(default_factory=dict)
     opt: Any = None
     metrics: dict = field(default_factory=dict)
+    allocations: Any = None
 
 
 def _rejected(workload):
@@ -149,7 +155,23 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                         backfill="none" if opt.batch == "fcfs" else opt.batch,
                         selection=opt.selection, walltime_kill=opt.walltime_kill,
                         rca=opt.rca != "off", exclusion=opt.rca == "full",
-                        exclusion_max_short=opt.exclusion_max_short)
+                        exclusion_max_short=opt.exclusion_max_short,
+                        malleable=opt.malleable, malleable_params=dict(opt.malleable_params))
+    if opt.malleable_fraction is not None:
+        from cosim.workload.marking import mark_malleable
+
+        workload = replace(workload, jobs=mark_malleable(
+            workload.jobs, opt.malleable_fraction, seed=opt.seed, min_frac=opt.min_frac,
+            max_frac=opt.max_frac))
+    n_pes = n_hosts * cores_per_host
+    for j in workload.jobs:
+        if j.kind in ("moldable", "malleable") and j.min_pes > n_pes:
+            raise InputError(f"job {j.id}: its minimum of {j.min_pes} PEs is larger than the "
+                             f"machine ({n_pes} PEs)", file=opt.workload, field="min_pes")
+    if warn is not None and batch.malleable != "none" \
+            and not any(j.kind in ("moldable", "malleable") for j in workload.jobs):
+        warn(f"--malleable {batch.malleable}: no job of the workload is moldable or malleable "
+             "(mark them in the trace, or use --malleable-fraction)")
     als = AlsConfig(technique=technique, params=dict(opt.technique_params), comm=Comm(),
                     app_overrides=dict(opt.app_overrides), seed=opt.seed,
                     max_slowdown=opt.max_slowdown,
@@ -162,21 +184,16 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
             comm: Any = None, rank0_apps: bool = False) -> RunRecord:
     """Simulate a prepared run (no file is written); with `comm` (K > 1 ranks) the apps are
     simulated on ranks 1..K-1, which must be running `serve_als` on the same run."""
-    from cosim.bls import simulate_batch
     from cosim.core.clock import to_ticks
     from cosim.output.metrics import summary as metrics_summary
-    from cosim.runner import cosimulate
+    from cosim.runner import simulate
 
     p = run if isinstance(run, Prepared) else prepare(run, warn)
     opt = p.opt
     t0 = time.perf_counter()
-    if p.coupled:
-        result = cosimulate(p.workload.jobs, platform=p.platform, n_hosts=p.n_hosts,
-                            batch=p.batch, als=p.als, quantum=to_ticks(opt.quantum_s),
-                            comm=comm, rank0_apps=rank0_apps)
-    else:
-        result = simulate_batch(p.workload.jobs, n_hosts=p.n_hosts,
-                                cores_per_host=p.cores_per_host, config=p.batch)
+    result = simulate(p.workload.jobs, n_hosts=p.n_hosts, platform=p.platform, batch=p.batch,
+                      als=p.als if p.coupled else None, quantum=to_ticks(opt.quantum_s),
+                      comm=comm if p.coupled else None, rank0_apps=rank0_apps)
     wall = time.perf_counter() - t0
     outcomes = tuple(result.outcomes) + _rejected(p.workload)
     w = p.workload
@@ -191,6 +208,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
         "walltime_kill": opt.walltime_kill,
         "technique": p.als.technique.name if p.coupled else None,
         "rca": opt.rca,
+        "malleable": p.batch.malleable,
         "quantum_s": opt.quantum_s,
         **metrics,
         "skipped": {"runtime": w.skipped_runtime, "cancelled": w.skipped_cancelled,
@@ -201,7 +219,8 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     }
     return RunRecord(summary=summary, outcomes=outcomes, header=w.header,
                      cores_per_host=p.cores_per_host, platform=p.platform, n_hosts=p.n_hosts,
-                     loops=dict(getattr(result, "loops", {})), opt=opt, metrics=metrics)
+                     loops=dict(result.loops), opt=opt, metrics=metrics,
+                     allocations=result.allocations)
 
 
 def serve_als(run: Prepared, comm: Any) -> None:
@@ -247,16 +266,18 @@ def tables_of(record: RunRecord, run_id: str) -> Any:
     technique = record.summary.get("technique") or ""
     return build_tables(record.outcomes, run_id=run_id, config=config,
                         metrics=record.metrics, stats=stats, platform=record.platform,
-                        n_hosts=record.n_hosts, loops=record.loops, technique=technique)
+                        n_hosts=record.n_hosts, loops=record.loops, technique=technique,
+                        allocations=record.allocations)
 
 
 def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
                   results: Path | None = None, first: bool = True,
-                  argv: Sequence[str] | None = None) -> Any:
+                  argv: Sequence[str] | None = None, summary: bool = True) -> Any:
     """The files of one run under `out`, each atomically: ``jobs.csv``, ``schedule.swf``, the
     OTF2 trace ``trace/`` (when asked for), the run added to ``results.h5`` (`results`,
     default ``out/results.h5``; a new file when `first`, else appended), then
-    ``summary.json``, which marks a complete run. Returns the run's `RunTables`."""
+    ``summary.json``, which marks a complete run (``summary=False``: the caller writes it
+    last, once the plots are drawn). Returns the run's `RunTables`."""
     from cosim.output.hdf5 import append_run, command_provenance, write_results
     from cosim.output.runfiles import write_jobs_csv, write_summary
     from cosim.workload.swf_write import write_swf
@@ -265,7 +286,8 @@ def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
     run_id = run_id or out.name
     write_jobs_csv(out / "jobs.csv", record.outcomes)
     write_swf(out / "schedule.swf", record.outcomes, header=record.header,
-              cores_per_host=record.cores_per_host)
+              cores_per_host=record.cores_per_host,
+              prefer_fracs=(opt.min_frac, opt.max_frac))
     tables = tables_of(record, run_id)
     if opt.trace != "none":
         from cosim.output.trace import write_trace
@@ -284,7 +306,8 @@ def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
     record.summary["results"] = str(results)
     record.summary["run_id"] = run_id
     record.summary["out"] = str(out)
-    write_summary(out / "summary.json", record.summary)
+    if summary:
+        write_summary(out / "summary.json", record.summary)
     return tables
 
 

@@ -1,4 +1,10 @@
-"""The co-simulation loop: the batch level as time master over the application-level endpoints.
+"""One entry point for a simulation — batch-only or co-simulated — and its round loop.
+
+`simulate` runs a workload to completion and returns a `SimResult` whatever the run: trace
+jobs (app ``rigid``: run time from the trace, stretched by their runtime model when resized)
+run in `TraceApps`, app-driven jobs (mandelbrot, psia, profile) in `AppSimulator`, both
+*endpoints* of the application level (`cosim.protocol.endpoint`), in this process or spread
+over MPI ranks (`cosim.transport`); `cosim.placement` chooses where each new app runs.
 
 One round (DESIGN §4): the coordinator grants a tick ``G``; every ALS endpoint applies the
 commands decided at the previous decision tick, advances its apps to ``G`` and returns the
@@ -8,9 +14,8 @@ scheduling pass and produces the next commands. ``G`` is the earliest of the nex
 the scheduler's next timer and every endpoint's promise, rounded up to the scheduling quantum
 (0 = event-exact). After a decision that produced commands, the next round grants the decision
 tick itself, so that apps started there report their promises before time moves on: a
-promise is never made without the app that makes it. Rigid jobs run in `RigidApps`, app-driven
-jobs (mandelbrot, psia, profile) in `AppSimulator`; both have the same interface, which is the
-one the MPI transport carries.
+promise is never made without the app that makes it. Jobs are taken in ``(submit, id)``
+order, so the order of the input never matters; ids must be unique.
 """
 
 from __future__ import annotations
@@ -20,109 +25,184 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cosim.als.manager import AlsConfig, AppSimulator
-from cosim.als.runtime import LoopResult
+import numpy as np
+
 from cosim.bls.scheduler import BatchConfig, BatchScheduler
-from cosim.bls.rigid import RigidApps
 from cosim.errors import InputError, ProtocolError
-from cosim.platform import Platform
+from cosim.placement import TRACE, LeastWork
 from cosim.protocol.messages import Command
 from cosim.transport.base import AlsGroup, AlsTotals
 from cosim.transport.loopback import LocalAls
 from cosim.workload.jobs import Job, JobOutcome
 
-__all__ = ["CosimStats", "CosimResult", "cosimulate", "run_rounds"]
+__all__ = ["RunStats", "SimResult", "simulate", "simulate_batch", "cosimulate", "run_rounds"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CosimStats:
-    """Counters and wall times of one co-simulation."""
+class RunStats:
+    """Counters and wall times of one simulation.
+
+    rounds: instants granted (several per instant when zero-length jobs, kills or resizes need
+    answers); passes: scheduling passes; events: facts + submissions + walltime expiries;
+    chunk_events, apps: chunks simulated and apps started by the application level; wall_*:
+    wall-clock seconds (provenance, not deterministic; ALS summed over ranks); rollbacks: app
+    runs replayed to apply a command stamped before their run-ahead; exclusion_*: RCA full;
+    shrinks, expands, pes_released: resize commands and PEs released after shrinks.
+    """
 
     rounds: int
     passes: int
+    events: int
     facts: int
-    chunk_events: int
-    apps: int
-    wall_s: float
-    wall_bls_s: float
-    wall_als_s: float  # summed over the ranks that simulate apps
+    submissions: int
+    kills: int
+    rejected: int
+    chunk_events: int = 0
+    apps: int = 0
+    wall_s: float = 0.0
+    wall_bls_s: float = 0.0
+    wall_als_s: float = 0.0
     ranks: int = 1
-    rollbacks: int = 0  # app runs replayed to apply an exclusion request at an earlier tick
+    rollbacks: int = 0
     exclusion_requests: int = 0
     exclusions_accepted: int = 0
     hosts_excluded: int = 0
+    shrinks: int = 0
+    expands: int = 0
+    pes_released: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CosimResult:
-    """Outcomes in job id order, statistics, and each app-driven job's loop result."""
+class SimResult:
+    """What `simulate` returns.
+
+    outcomes: one `JobOutcome` per job, in job id order. loops: each app-driven job's
+    `LoopResult`. first_reservation: job id -> the first reservation it received (EASY: as
+    queue head or priority job; conservative: on arrival). allocations: the allocation log
+    (`cosim.bls.alloclog.ALLOC_DTYPE`): every interval of every job's PEs.
+    """
 
     outcomes: tuple[JobOutcome, ...]
-    stats: CosimStats
-    loops: dict[int, LoopResult] = field(default_factory=dict)
+    stats: RunStats
+    loops: dict[int, Any] = field(default_factory=dict)
+    first_reservation: dict[int, int] = field(default_factory=dict)
+    allocations: np.ndarray | None = None
 
 
-def cosimulate(
+def simulate(
     jobs: Sequence[Job],
     *,
-    platform: Platform,
     n_hosts: int,
-    batch: BatchConfig,
-    als: AlsConfig,
+    cores_per_host: int | None = None,
+    platform: Any = None,
+    batch: BatchConfig | None = None,
+    als: Any = None,
     quantum: int = 0,
     cache_dir: str | None = None,
     comm: Any = None,
     rank0_apps: bool = False,
-) -> CosimResult:
-    """Co-simulate `jobs` on the first `n_hosts` hosts of `platform`.
+) -> SimResult:
+    """Simulate `jobs` on the first `n_hosts` hosts of a machine.
 
     Parameters
     ----------
     jobs:
-        The workload (any order, unique ids); ``app == "rigid"`` jobs run for their trace run
-        time, the others are simulated by the application level.
-    batch, als:
-        Batch-level policies (RCA included) and application-level settings.
+        The workload (any order, unique ids).
+    n_hosts, cores_per_host:
+        The machine: `n_hosts` hosts of `cores_per_host` PEs (taken from `platform` when
+        given; 1 by default).
+    platform:
+        The modelled platform (`cosim.platform.Platform`); needed when a job runs an app
+        model (messages and speeds), optional for trace workloads.
+    batch:
+        Batch-level policies (default `BatchConfig()`: FCFS, EASY, first-fit, walltime kill).
+    als:
+        Application-level settings (`cosim.als.manager.AlsConfig`) for app-driven jobs.
     quantum:
         Scheduling quantum in ticks (0: decide at every event).
     comm:
         An MPI communicator of K > 1 ranks whose ranks 1..K-1 run `cosim.transport.mpi.serve`
-        (None: everything in this process).
+        with an `AppSimulator` (None: everything in this process).
     rank0_apps:
         With MPI, rank 0 simulates apps too.
     """
     wall0 = time.perf_counter()
+    if n_hosts < 1:
+        raise InputError(f"the machine needs at least one host, got {n_hosts}", field="hosts")
     if quantum < 0:
         raise InputError("the quantum must be >= 0", field="quantum")
-    cores = {h.cores for h in platform.hosts[:n_hosts]}
-    if len(cores) != 1:
-        raise InputError("hosts with different core counts are not supported by the batch "
-                         "level yet", field="platform")
+    if platform is not None:
+        cores = {h.cores for h in platform.hosts[:n_hosts]}
+        if len(cores) != 1:
+            raise InputError("hosts with different core counts are not supported by the batch "
+                             "level yet", field="platform")
+        cores_per_host = cores.pop()
+    cores_per_host = 1 if cores_per_host is None else cores_per_host
+    if cores_per_host < 1:
+        raise InputError(f"hosts need at least one core, got {cores_per_host}", field="cores")
+    batch = BatchConfig() if batch is None else batch
     order = sorted(jobs, key=lambda j: (j.submit, j.id))
     if len({j.id for j in order}) != len(order):
-        raise InputError("job ids must be unique", field="id")
-    sched = BatchScheduler(cores=[cores.pop()] * n_hosts, config=batch)
-    rigid = RigidApps({j.id: j.runtime for j in order if j.app == "rigid"})
-    group: AlsGroup
-    if comm is None or comm.size == 1:
-        group = LocalAls(rigid, AppSimulator(platform=platform, config=als, cache_dir=cache_dir))
-    else:
-        from cosim.transport.mpi import MpiAls
+        ids = sorted(j.id for j in order)
+        dup = next(a for a, b in zip(ids, ids[1:]) if a == b)
+        raise InputError(f"job id {dup} appears twice", field="id")
+    coupled = any(j.app != "rigid" for j in order)
+    if coupled and (platform is None or als is None):
+        raise InputError("jobs with an app model need a platform and application-level "
+                         "settings", field="app")
+    sched = BatchScheduler(cores=[cores_per_host] * n_hosts, config=batch)
+    from cosim.als.trace_apps import TraceApps
 
-        local = AppSimulator(platform=platform, config=als, cache_dir=cache_dir) \
-            if rank0_apps else None
-        group = MpiAls(comm, rigid=rigid, local=local, platform=platform)
+    pe_hosts = np.repeat(np.arange(n_hosts, dtype=np.int64), cores_per_host)
+    trace = TraceApps({j.id: j for j in order if j.app == "rigid"}, pe_hosts)
+    group: AlsGroup
+    ranks = 1
+    if not coupled:
+        group = LocalAls({TRACE: trace}, LeastWork([0], platform))
+    else:
+        from cosim.als.manager import AppSimulator
+
+        def apps() -> AppSimulator:
+            return AppSimulator(platform=platform, config=als, cache_dir=cache_dir)
+
+        if comm is None or comm.size == 1:
+            group = LocalAls({TRACE: trace, 0: apps()}, LeastWork([0], platform))
+        else:
+            from cosim.transport.mpi import MpiAls
+
+            ranks = comm.size
+            local = {TRACE: trace, **({0: apps()} if rank0_apps else {})}
+            dest = ([0] if rank0_apps else []) + list(range(1, comm.size))
+            group = MpiAls(comm, local=local, placement=LeastWork(dest, platform))
     rounds, facts_seen, wall_bls, totals = run_rounds(order, sched, group, quantum)
     outcomes = tuple(sched.outcomes[j.id] for j in sorted(order, key=lambda j: j.id))
-    wall = time.perf_counter() - wall0
-    stats = CosimStats(rounds=rounds, passes=sched.passes, facts=facts_seen,
-                       chunk_events=totals.chunk_events, apps=totals.apps, wall_s=wall,
-                       wall_bls_s=wall_bls, wall_als_s=sum(totals.wall_s.values()),
-                       ranks=1 if comm is None else comm.size, rollbacks=totals.rollbacks,
-                       exclusion_requests=sched.exclusion_requests,
-                       exclusions_accepted=sched.exclusions_accepted,
-                       hosts_excluded=sched.hosts_excluded)
-    return CosimResult(outcomes=outcomes, stats=stats, loops=totals.loops)
+    stats = RunStats(rounds=rounds, passes=sched.passes,
+                     events=sched.facts + sched.submissions + sched.kills, facts=facts_seen,
+                     submissions=sched.submissions, kills=sched.kills, rejected=sched.rejected,
+                     chunk_events=totals.chunk_events, apps=totals.apps,
+                     wall_s=time.perf_counter() - wall0, wall_bls_s=wall_bls,
+                     wall_als_s=sum(totals.wall_s.values()), ranks=ranks,
+                     rollbacks=totals.rollbacks, exclusion_requests=sched.exclusion_requests,
+                     exclusions_accepted=sched.exclusions_accepted,
+                     hosts_excluded=sched.hosts_excluded, shrinks=sched.shrinks,
+                     expands=sched.expands, pes_released=sched.pes_released)
+    return SimResult(outcomes=outcomes, stats=stats, loops=dict(totals.loops),
+                     first_reservation=dict(sorted(sched.first_reservation.items())),
+                     allocations=sched.state.log.table())
+
+
+def simulate_batch(jobs: Sequence[Job], *, n_hosts: int, cores_per_host: int = 1,
+                   config: BatchConfig | None = None) -> SimResult:
+    """`simulate` for trace workloads on a plain machine of `n_hosts` x `cores_per_host`."""
+    return simulate(jobs, n_hosts=n_hosts, cores_per_host=cores_per_host, batch=config)
+
+
+def cosimulate(jobs: Sequence[Job], *, platform: Any, n_hosts: int, batch: BatchConfig,
+               als: Any, quantum: int = 0, cache_dir: str | None = None, comm: Any = None,
+               rank0_apps: bool = False) -> SimResult:
+    """`simulate` on the first `n_hosts` hosts of `platform` with application-level settings."""
+    return simulate(jobs, n_hosts=n_hosts, platform=platform, batch=batch, als=als,
+                    quantum=quantum, cache_dir=cache_dir, comm=comm, rank0_apps=rank0_apps)
 
 
 def run_rounds(order: Sequence[Job], sched: BatchScheduler, group: AlsGroup,

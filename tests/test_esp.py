@@ -204,3 +204,55 @@ def test_shipped_traces_equal_fresh_generation(tmp_path, app):
     text = fresh.read_text()
     assert f"; CosimApp: 3 category=C app={app} priority=0 total_flop=6.8352e+13\n" in text
     assert f"; CosimApp: 14 category=Z app={app} priority=1 total_flop=2.56e+13\n" in text
+
+
+# --------------------------------------------------------------------------- malleable
+
+
+def test_malleable_marks_all_but_z(tmp_path, ib256, psia):
+    w = generate_esp(app="psia", platform=ib256, seed=0, malleable=True)
+    assert [dataclasses.replace(j, kind="rigid", min_pes=0, max_pes=0) for j in w.jobs] == list(
+        psia.jobs)                                     # nothing else changes
+    for j in w.jobs:
+        if j.category == "Z":
+            assert (j.kind, j.min_pes, j.max_pes) == ("rigid", j.pes, j.pes)
+        else:
+            assert (j.kind, j.min_pes, j.max_pes) == ("malleable", math.ceil(j.pes / 2), j.pes)
+    assert psia.malleable is False and all(j.kind == "rigid" for j in psia.jobs)
+    path = tmp_path / "m.swf"
+    write_esp(path, w)
+    text = path.read_text()
+    assert ("; CosimApp: 3 category=C app=psia priority=0 kind=malleable min_frac=0.5 "
+            "max_frac=1 total_flop=6.8352e+13\n") in text
+    assert "; CosimApp: 14 category=Z app=psia priority=1 total_flop=2.56e+13\n" in text
+    assert header_values(read_swf(path).header, "CosimEsp")[0].endswith(
+        " malleable=1 min_frac=0.5 max_frac=1")
+    back = read_swf(path)
+    assert tuple(dataclasses.replace(j, swf=None) for j in back.jobs) == w.jobs
+    assert Counter(j.kind for j in back.jobs) == {"malleable": 228, "rigid": 2}
+
+
+def test_malleable_fractions(tmp_path, ib256):
+    # 7 hosts x 3 cores: odd sizes; the fractions survive the round trip as given
+    hosts = tuple(Host(index=i, name=f"h{i}", speed=1e9, cores=3, rack=0) for i in range(7))
+    plat = Platform(name="odd", source="odd", hosts=hosts, routing=ib256._routing)
+    out = tmp_path / "f.swf"
+    w = make_esp(app="mandelbrot", out=out, seed=2, platform=plat, malleable=True,
+                 min_frac=0.3, max_frac=1.5)
+    for j in w.jobs:
+        if j.category != "Z":
+            assert (j.min_pes, j.max_pes) == (max(1, math.ceil(Fraction(3, 10) * j.pes)),
+                                              math.floor(Fraction(3, 2) * j.pes))
+    assert out.read_text().count("kind=malleable min_frac=0.3 max_frac=1.5 ") == 13
+    assert tuple(dataclasses.replace(j, swf=None) for j in read_swf(out, cores_per_host=3)
+                 .jobs) == w.jobs
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"min_frac": 0}, "min-frac"), ({"min_frac": 1.5}, "min-frac"),
+    ({"min_frac": float("nan")}, "min-frac"), ({"max_frac": 0}, "max-frac"),
+    ({"min_frac": 0.8, "max_frac": 0.5}, "min-frac"), ({"max_frac": "1"}, "max-frac"),
+])
+def test_bad_fractions(ib256, kwargs, field):
+    with pytest.raises(InputError, match=f"field {field}: "):
+        generate_esp(app="psia", platform=ib256, seed=0, malleable=True, **kwargs)

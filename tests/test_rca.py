@@ -249,16 +249,16 @@ def test_ownership_and_use_step_by_step():
     st_.allocate(b, np.array([1, 2]), 7)  # borrows host 1, owns host 2
     assert st_.owner.tolist() == [1, 1, 2] and st_.user.tolist() == [1, 2, 2]
     assert st_.lendable == 0 and st_.used_pes.tolist() == [1, 1, 1]
-    _, acct = st_.release(2)  # B ends before A: host 1 is lendable again, host 2 plain free
+    acct = st_.release(2).acct  # B ends before A: host 1 is lendable again, host 2 plain free
     assert acct.borrowed == ((1, 1),)
     assert st_.owner.tolist() == [1, 1, -1] and st_.user.tolist() == [1, -1, -1]
     assert st_.lendable == 1 and st_.free_hosts == 2
     st_.allocate(c, np.array([1]), 9)
-    _, acct = st_.release(1)  # A ends: host 0 freed, host 1 stays C's, owned by nobody
+    acct = st_.release(1).acct  # A ends: host 0 freed, host 1 stays C's, owned by nobody
     assert acct.lent == ((1, 7),) and acct.yielded == ((1, 5),)  # first lend only
     assert st_.owner.tolist() == [-1, -1, -1] and st_.user.tolist() == [-1, 3, -1]
     assert st_.lendable == 0 and st_.free_hosts == 2
-    _, acct = st_.release(3)
+    acct = st_.release(3).acct
     assert acct.borrowed == ((1, 1),)
     assert st_.free_hosts == 3 and st_.running_ends() == () and st_.lendable == 0
 
@@ -272,7 +272,7 @@ def test_a_borrowed_host_is_not_lent_on():
     st_.allocate(job(2, 0, 1, 10), np.array([1]), 2)
     assert st_.yield_hosts(2, (1,), 3, lend=True) == 0
     assert st_.user.tolist() == [1, 2] and st_.free_hosts == 0
-    _, acct = st_.release(2)
+    acct = st_.release(2).acct
     assert acct.yielded == ((1, 3),) and acct.borrowed == ((1, 1),)
     assert st_.lendable == 1 and st_.free_mask().tolist() == [False, True]
 

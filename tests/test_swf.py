@@ -501,3 +501,201 @@ def test_round_trip_random_jobs(tmp_path_factory, jobs, cores):
         pes, key=lambda j: (j.submit, j.id))
     write_jobs_swf(out, first.jobs, header=first.header)
     assert read_swf(out, cores_per_host=cores).jobs == first.jobs
+
+
+# --------------------------------------------------------------------------- kinds and bounds
+
+from cosim.workload.runtime_models import IDEAL, RuntimeModel  # noqa: E402
+
+
+def test_cosim_app_kind_bounds_and_model(tmp_path):
+    path = swf_file(
+        tmp_path,
+        "; CosimApp: 3 kind=moldable min_pes=2 max_pes=8 x=y",
+        "; CosimApp: 4 kind=malleable min_frac=0.14 max_frac=1.5 model=amdahl f=0.1 "
+        "balance=static reconf=equi-5s reconf_pe_s=0.01",
+        "; CosimApp: 5 kind=evolving model=table table=1:100,2:52,4:27.5",
+        "; CosimApp: 6 kind=rigid model=worst reconf_s=2",
+        "; CosimApp: 7 kind=malleable",
+        "; CosimApp: 8 kind=malleable min_frac=0.5 max_frac=0.5",
+        job_line(1, exe=3, procs=4), job_line(2, exe=4, procs=50), job_line(3, exe=4, procs=1),
+        job_line(4, exe=5, procs=6), job_line(5, exe=6, procs=6), job_line(6, exe=7, procs=5),
+        job_line(7, exe=8, procs=3), job_line(8, procs=2))
+    j = {job.id: job for job in read_swf(path).jobs}
+    bounds = {i: (j[i].kind, j[i].min_pes, j[i].max_pes) for i in j}
+    assert bounds == {
+        1: ("moldable", 2, 8),
+        2: ("malleable", 7, 75),      # ceil(0.14 x 50) exactly 7 (a float product gives 8)
+        3: ("malleable", 1, 1),       # ceil(0.14) = 1, floor(1.5) = 1
+        4: ("evolving", 6, 6), 5: ("rigid", 6, 6),
+        6: ("malleable", 5, 5),       # no bounds given: its own PEs
+        7: ("malleable", 2, 2),       # ceil(1.5) = 2, floor(1.5) = 1 raised to the minimum
+        8: ("rigid", 2, 2),
+    }
+    assert dict(j[1].app_params) == {"x": "y"} and all(
+        not j[i].app_params for i in range(2, 9))
+    assert j[2].model == RuntimeModel(name="amdahl", f=0.1, balance="static", reconf_s=5.0,
+                                      reconf_pe_s=0.01)
+    assert j[4].model == RuntimeModel(name="table", table=((1, 100.0), (2, 52.0), (4, 27.5)))
+    assert j[5].model == RuntimeModel(name="worst", reconf_s=2.0)
+    assert j[1].model is IDEAL and j[8].model is IDEAL and j[1].resizable is False
+    assert j[2].resizable
+    exe, info = parse_cosim_app("9 kind=moldable min_frac=.25 max_pes=4")
+    assert (exe, info.kind, info.min_frac, info.max_pes, info.params) == (
+        9, "moldable", 0.25, 4, ())
+
+
+@pytest.mark.parametrize("value, field, problem", [
+    ("3 kind=elastic", "kind",
+     "unknown kind 'elastic' (known: evolving, malleable, moldable, rigid)"),
+    ("3 min_pes=2", "min_pes", "kind rigid has no PE bounds (such a job runs on exactly its "
+                               "PEs); give kind=moldable or kind=malleable"),
+    ("3 kind=evolving max_frac=2", "max_frac", "kind evolving has no PE bounds (such a job "
+     "runs on exactly its PEs); give kind=moldable or kind=malleable"),
+    ("3 kind=moldable min_pes=\u0663", "min_pes", "must be an integer >= 1, got '\u0663'"),
+    ("3 kind=malleable min_pes=0", "min_pes", "must be an integer >= 1, got '0'"),
+    ("3 kind=malleable max_pes=2.5", "max_pes", "must be an integer >= 1, got '2.5'"),
+    ("3 kind=malleable min_frac=half", "min_frac", "must be a number in (0, 1], got 'half'"),
+    ("3 kind=malleable min_frac=0", "min_frac", "must be a number in (0, 1], got '0'"),
+    ("3 kind=malleable min_frac=1.01", "min_frac", "must be a number in (0, 1], got '1.01'"),
+    ("3 kind=malleable min_frac=nan", "min_frac", "must be a number in (0, 1], got 'nan'"),
+    ("3 kind=malleable max_frac=-1", "max_frac", "must be a number > 0, got '-1'"),
+    ("3 kind=malleable max_frac=1e999", "max_frac", "must be a number > 0, got '1e999'"),
+    ("3 kind=malleable min_pes=2 min_frac=0.5", "min_frac",
+     "give min_pes or min_frac, not both"),
+    ("3 kind=malleable max_pes=2 max_frac=0.5", "max_frac",
+     "give max_pes or max_frac, not both"),
+    ("3 kind=moldable min_pes=8 max_pes=4", "min_pes", "min_pes 8 > max_pes 4"),
+    ("3 kind=moldable min_frac=0.8 max_frac=0.5", "min_frac", "min_frac 0.8 > max_frac 0.5"),
+    ("3 model=fast", "model", "unknown runtime model 'fast' (known: amdahl, ideal, table, "
+                              "worst)"),
+    ("3 model=amdahl f=x", "f", "must be a number in [0, 1), got 'x'"),
+    ("3 model=amdahl f=1", "f", "must be a number in [0, 1), got '1'"),
+    ("3 f=0.1", "f", "the serial fraction f needs model=amdahl (model is ideal)"),
+    ("3 model=amdahl balance=even", "balance", "must be dynamic or static, got 'even'"),
+    ("3 model=worst balance=static", "balance",
+     "balance needs model=amdahl or model=table (model is worst)"),
+    ("3 model=table", "model", "model=table needs table=p:time,p:time,..."),
+    ("3 model=table table=2:1,1:2", "table", "must be p:time pairs separated by commas, p "
+     "integers >= 1 ascending and distinct, times > 0, got '2:1,1:2'"),
+    ("3 model=table table=1-2", "table", "must be p:time pairs separated by commas, p "
+     "integers >= 1 ascending and distinct, times > 0, got '1-2'"),
+    ("3 table=1:2", "table", "a speedup table needs model=table (model is ideal)"),
+    ("3 reconf_s=-1", "reconf_s", "must be a number >= 0 (seconds), got '-1'"),
+    ("3 reconf_pe_s=inf", "reconf_pe_s", "must be a number >= 0 (seconds), got 'inf'"),
+    ("3 reconf=slow", "reconf",
+     "unknown reconfiguration preset 'slow' (known: equi-5s, kale-platinum, none)"),
+    ("3 reconf=none reconf_s=1", "reconf", "give reconf or reconf_s, not both"),
+])
+def test_bad_cosim_app_marks(tmp_path, value, field, problem):
+    path = swf_file(tmp_path, "; Version: 2.2", f"; CosimApp: {value}", job_line(1))
+    with pytest.raises(InputError) as exc:
+        read_swf(path)
+    assert str(exc.value) == f"{path}:2: field {field}: {problem}"
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("value, procs, field, problem", [
+    ("kind=moldable min_pes=4", 2, "min_pes",
+     "job 9 (pes 2): min_pes 4 > max_pes 2 (= pes: no max_pes or max_frac given)"),
+    ("kind=moldable max_pes=4", 6, "max_pes",
+     "job 9 (pes 6): min_pes 6 (= pes: no min_pes or min_frac given) > max_pes 4"),
+    ("kind=malleable min_frac=0.5 max_pes=4", 10, "min_frac",
+     "job 9 (pes 10): min_pes 5 (= ceil(min_frac 0.5 x 10)) > max_pes 4"),
+])
+def test_bounds_empty_for_a_job(tmp_path, value, procs, field, problem):
+    path = swf_file(tmp_path, f"; CosimApp: 3 {value}", job_line(1, exe=3, procs=4),
+                    job_line(9, exe=3, procs=procs))
+    with pytest.raises(InputError) as exc:
+        read_swf(path)
+    assert str(exc.value) == f"{path}:1: field {field}: {problem}"
+
+
+def test_marks_round_trip(tmp_path):
+    path = swf_file(
+        tmp_path,
+        "; CosimApp: 3 category=A kind=malleable min_frac=0.3 max_frac=1.5 model=amdahl "
+        "f=0.25 reconf=kale-platinum total_flop=1e9",
+        "; CosimApp: 4 kind=moldable min_pes=2 max_pes=64 model=table table=1:10,8:2 "
+        "balance=static",
+        "; CosimApp: 5 kind=evolving reconf_pe_s=0.5",
+        *[job_line(i, exe=3, procs=i) for i in range(1, 12)],
+        *[job_line(i, exe=4, procs=i - 10) for i in range(12, 20)],
+        job_line(20, exe=5, procs=3), job_line(21, procs=4))
+    first = read_swf(path)
+    out = tmp_path / "rt.swf"
+    write_jobs_swf(out, first.jobs, header=first.header)
+    text = out.read_text()
+    assert ("; CosimApp: 1 category= app=rigid priority=0 kind=evolving reconf_pe_s=0.5\n"
+            "; CosimApp: 2 category= app=rigid priority=0 kind=moldable min_pes=2 max_pes=64 "
+            "model=table balance=static table=1:10,8:2\n"
+            "; CosimApp: 3 category=A app=rigid priority=0 kind=malleable min_frac=0.3 "
+            "max_frac=1.5 model=amdahl f=0.25 reconf_s=0.0768 total_flop=1e9\n") in text
+    back = read_swf(out)
+    strip = [dataclasses.replace(j, swf=None) for j in first.jobs]
+    assert [dataclasses.replace(j, swf=None) for j in back.jobs] == strip
+    again = tmp_path / "again.swf"
+    write_jobs_swf(again, back.jobs, header=back.header)
+    assert again.read_bytes() == out.read_bytes() and read_swf(again).jobs == back.jobs
+    # the schedule writer keeps the marks too (cosim run's schedule.swf)
+    sched = tmp_path / "sched.swf"
+    write_swf(sched, [JobOutcome(job=j, start=j.submit, end=j.submit + j.runtime,
+                                 hosts=(0,), status="completed") for j in back.jobs])
+    assert [dataclasses.replace(j, swf=None) for j in read_swf(sched).jobs] == strip
+
+
+def test_writer_bound_groups(tmp_path):
+    base = Job(id=1, submit=0, hosts=1, pes=1, walltime=S, runtime=S, kind="malleable")
+    jobs = [
+        # absolute bounds no fraction reproduces: min_pes/max_pes
+        dataclasses.replace(base, id=1, pes=8, min_pes=4, max_pes=32),
+        dataclasses.replace(base, id=2, pes=16, min_pes=4, max_pes=32),
+        # a single job: the preferred 0.5 and 1 fit
+        dataclasses.replace(base, id=3, pes=7, min_pes=4, max_pes=7),
+        # bounds 2..9 of 6 PEs: no preference fits, the shortest decimal nearest the middle
+        # of (1/6, 1/3] (0.2 and 0.3 tie: the lower) and of [1.5, 5/3)
+        dataclasses.replace(base, id=4, pes=6, min_pes=2, max_pes=9),
+    ]
+    out = tmp_path / "g.swf"
+    write_jobs_swf(out, jobs)
+    apps = [ln for ln in out.read_text().splitlines() if "CosimApp" in ln]
+    assert [ln.split("kind=malleable ")[1] for ln in apps] == [
+        "min_frac=0.2 max_frac=1.6", "min_frac=0.5 max_frac=1", "min_pes=4 max_pes=32"]
+    assert [dataclasses.replace(j, swf=None) for j in read_swf(out).jobs] == [
+        dataclasses.replace(j, hosts=j.pes) for j in jobs]
+    # a caller's preferred fractions win where they fit
+    write_jobs_swf(out, jobs[3:], prefer_fracs=(0.3, 1.5))
+    assert "min_frac=0.3 max_frac=1.5" in out.read_text()
+    with pytest.raises(ValueError, match="'kind' is reserved"):
+        write_jobs_swf(out, [dataclasses.replace(base, app_params={"kind": "x"})])
+
+
+@st.composite
+def marked_jobs(draw):
+    n = draw(st.integers(1, 10))
+    out = []
+    for i in range(n):
+        pes = draw(st.integers(1, 40))
+        kind = draw(st.sampled_from(["rigid", "moldable", "malleable", "evolving"]))
+        lo = draw(st.integers(1, 50))
+        hi = draw(st.integers(lo, 80))
+        model = draw(st.sampled_from([
+            IDEAL, RuntimeModel(name="worst"), RuntimeModel(name="amdahl", f=0.05),
+            RuntimeModel(reconf_s=5.0, reconf_pe_s=0.125),
+            RuntimeModel(name="table", table=((1, 3.0), (16, 0.5)), balance="static")]))
+        out.append(Job(id=i, submit=draw(st.integers(0, 5)) * S, hosts=pes, pes=pes,
+                       walltime=S, runtime=S, kind=kind, min_pes=lo, max_pes=hi, model=model,
+                       category=draw(st.sampled_from(["", "A"]))))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(jobs=marked_jobs())
+def test_round_trip_random_marks(tmp_path_factory, jobs):
+    out = tmp_path_factory.mktemp("rt") / "m.swf"
+    write_jobs_swf(out, jobs)
+    first = read_swf(out)
+    assert [dataclasses.replace(j, swf=None) for j in first.jobs] == sorted(
+        jobs, key=lambda j: (j.submit, j.id))
+    write_jobs_swf(out, first.jobs, header=first.header)
+    assert read_swf(out).jobs == first.jobs

@@ -1,13 +1,21 @@
-"""The batch level (BLS): a Slurm-like scheduler of jobs over hosts (DESIGN.md §6).
+"""The batch level (BLS): a Slurm-like scheduler of jobs over the PEs of hosts (DESIGN.md §6).
 
-`simulate_batch` runs a workload of rigid jobs to completion and returns their outcomes;
-`BatchConfig` chooses the priority order, backfilling, host selection and walltime kill.
-The scheduler itself (`scheduler.BatchScheduler`) only takes facts and emits commands, so the
-same code drives in-process rigid apps (`rigid.RigidApps`, which never yield) and ALS ranks
-over MPI; with ``BatchConfig(rca=True)`` it lends the hosts apps yield to queued jobs (RCA).
+`BatchConfig` chooses the priority order, backfilling, host selection, walltime kill, RCA and
+the malleable policy; `BatchScheduler` only takes facts and emits commands, so the same code
+drives in-process trace apps and ALS ranks over MPI (`cosim.runner.simulate`, the one entry
+point of a simulation). `simulate_batch` (trace workloads on a plain machine), `BatchResult`
+and `BatchStats` are that entry point's names for batch-only use, kept here for convenience.
 """
 
-from cosim.bls.batch import BatchResult, BatchStats, simulate_batch
 from cosim.bls.scheduler import BatchConfig, BatchScheduler
 
 __all__ = ["simulate_batch", "BatchConfig", "BatchResult", "BatchStats", "BatchScheduler"]
+
+
+def __getattr__(name: str):  # late: cosim.runner imports this package's scheduler
+    if name in ("simulate_batch", "BatchResult", "BatchStats"):
+        from cosim import runner
+
+        return {"simulate_batch": runner.simulate_batch, "BatchResult": runner.SimResult,
+                "BatchStats": runner.RunStats}[name]
+    raise AttributeError(f"module 'cosim.bls' has no attribute {name!r}")

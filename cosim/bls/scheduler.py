@@ -2,7 +2,7 @@
 
 `BatchScheduler` owns the queue and the `ClusterState`; apps live elsewhere (`RigidApps` in
 process, ALS ranks over MPI) and talk to it only through protocol messages. The caller
-(`cosim.bls.batch.simulate_batch`, the co-simulation runner) drives it one instant at a time,
+(`cosim.runner.simulate`) drives it one instant at a time,
 and every instant ``t`` is handled in this order:
 
 1. `handle` the facts stamped t, in `Fact.key` order: ``AppCompleted`` releases the job's
@@ -37,41 +37,49 @@ triggers another pass at t. The queue is ordered by ``(-job.priority, *key(job),
 priority > 0 jobs first, the job id last — FCFS is ``(-priority, submit, id)``, SJF
 ``(-priority, walltime, submit, id)``. Commands of one instant are returned in job id order.
 
-RCA full (`BatchConfig.exclusion`): after each pass, if the head of the queue is short of
-``k`` hosts (its hosts minus the free ones minus those already asked or accepted for it and
-not yet yielded) with ``1 <= k <= max(1, floor(exclusion_max_short x its hosts))``, the
-scheduler sends `ExcludeHosts` to running app-driven jobs whose `Job.exclusion_ok` hint is
-set, that started before now and were not asked for this job yet, largest number of working
-hosts first (then job id), each for at most its working hosts minus one, until ``k`` hosts
-are asked for. The app answers `HostsExcluded` at the same tick (its hosts, or none when it
-refuses); excluded hosts come back as ordinary yields when their chunks end, are lent like
-any yielded host, and the head job starts when enough are free. Each app is asked at most
-once per queued job, so a refusal is final for that job.
-The scheduler never reads `Job.runtime`: it knows only walltimes (estimates) and the facts
-it is told.
+Dynamic policies (`cosim.bls.policies.DYNAMICS`) run after the backfill pass or instead of
+it, and return decisions beyond starts (`cosim.bls.policies.base`): RCA full
+(`BatchConfig.exclusion`) is the policy ``exclusion`` (`cosim.bls.policies.rca_exclusion`):
+the scheduler sends its `ExcludeHosts` requests, keeps which apps were asked for which queued
+job and how many hosts are expected, and counts excluded hosts as ordinary yields when their
+chunks end. A malleable policy (`BatchConfig.malleable`, e.g. ``equi``) may start jobs on
+explicit PEs (`StartApp.pe_set`), shrink and expand running malleable jobs: ``ShrinkApp``
+marks the PEs *releasing* (the job keeps them until its app reports `AppResized` with their
+release tick; then they are free and a pass follows), ``ExpandApp`` hands free PEs over at
+once; a new ``limit`` moves the job's estimated end and its walltime kill. Impossible
+decisions are `ProtocolError`s naming the job. A pass runs with an empty queue too when a
+malleable policy is on (a completion may let running jobs grow). Malleable policies and RCA
+are not combined (RCA lends whole hosts). The scheduler never reads `Job.runtime`: it knows
+only walltimes (estimates) and the facts it is told.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from cosim.bls import policies
-from cosim.bls.policies.base import PassView
+from cosim.bls.policies.base import (
+    DynamicView, Exclude, Expand, PassView, Plan, Shrink, Start,
+)
 from cosim.bls.state import ClusterState
+from cosim.config import build
 from cosim.core.engine import EventQueue
 from cosim.errors import InputError, ProtocolError
 from cosim.protocol.messages import (
     AppCompleted,
+    AppResized,
     AppStarted,
     Command,
     ExcludeHosts,
+    ExpandApp,
     Fact,
     HostsExcluded,
     HostsYielded,
     KillApp,
+    ShrinkApp,
     StartApp,
 )
 from cosim.workload.jobs import Job, JobOutcome
@@ -105,6 +113,11 @@ class BatchConfig:
     exclusion_max_short:
         Ask only when the head job is short of at most this fraction of its hosts (at least
         one host).
+    malleable:
+        The malleable policy: ``none`` (default) or a name of
+        `cosim.bls.policies.malleable_names` (``equi``).
+    malleable_params:
+        Its parameters as ``key=value`` strings (validated against the policy's `Params`).
     """
 
     priority: str = "fcfs"
@@ -115,6 +128,8 @@ class BatchConfig:
     rca: bool = False
     exclusion: bool = False
     exclusion_max_short: float = 0.25
+    malleable: str = "none"
+    malleable_params: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.exclusion and not self.rca:
@@ -122,6 +137,19 @@ class BatchConfig:
         if not 0 < self.exclusion_max_short <= 1:
             raise InputError("exclusion_max_short must be in (0, 1]",
                              field="exclusion_max_short")
+        name = str(self.malleable).strip().lower()
+        if name != "none":
+            pol = policies.dynamic(name, "malleable")
+            object.__setattr__(self, "malleable", pol.name)
+            build(pol.params, self.malleable_params, section="malleable-param")
+            if self.rca:
+                raise InputError("malleable policies and RCA cannot be combined (RCA lends "
+                                 "whole hosts)", field="malleable")
+        else:
+            object.__setattr__(self, "malleable", "none")
+            if self.malleable_params:
+                raise InputError("parameters given but no malleable policy",
+                                 field="malleable-param")
         if self.priority_key is None:
             object.__setattr__(self, "priority", policies.priority(self.priority).name)
         object.__setattr__(self, "backfill", policies.backfill(self.backfill).name)
@@ -146,6 +174,19 @@ class BatchScheduler:
         self._key = user_key if user_key is not None else policies.priority(config.priority).key
         self._plan = policies.backfill(config.backfill).plan
         self._select = policies.selection(config.selection).select
+        # dynamic policies in the order they run: the malleable one, then RCA exclusion
+        self._dynamics: list[tuple[Any, Any]] = []
+        if config.malleable != "none":
+            pol = policies.dynamic(config.malleable, "malleable")
+            self._dynamics.append((pol, build(pol.params, config.malleable_params,
+                                              section="malleable-param")))
+        if config.exclusion:
+            from cosim.bls.policies import rca_exclusion
+
+            self._dynamics.append((rca_exclusion.POLICY, rca_exclusion.Params(
+                max_short=config.exclusion_max_short)))
+        self._replaced = any(p.replaces_backfill for p, _ in self._dynamics)
+        self._memos: dict[str, Any] = {}
         self._kill = config.walltime_kill
         self._rca = config.rca
         self._min_cores = min(cores)
@@ -167,7 +208,10 @@ class BatchScheduler:
         self.kills = 0
         self.rejected = 0
         self.yields = 0  # hosts reported yielded (ignored yields excluded)
-        self.ignored_yields = 0  # HostsYielded facts of jobs that had already ended
+        self.ignored_yields = 0  # HostsYielded/AppResized facts of jobs that had already ended
+        self.shrinks = 0  # ShrinkApp commands sent
+        self.expands = 0  # ExpandApp commands sent
+        self.pes_released = 0  # PEs released after shrinks
         # RCA exclusion requests: queued job -> apps asked for it; queued job -> hosts asked or
         # accepted and not yet yielded; (app, queued job) -> hosts asked, until answered;
         # (app, host) -> queued job, for excluded hosts not yet yielded
@@ -193,6 +237,7 @@ class BatchScheduler:
     def submit(self, jobs: Iterable[Job], now: int) -> None:
         """Jobs submitted at `now` join the queue (or are rejected if larger than the machine)."""
         n_hosts = self.state.n_hosts
+        n_pes = self.state.n_pes
         for job in jobs:
             self.submissions += 1
             if job.id in self.outcomes or job.id in self.state.running:
@@ -200,7 +245,10 @@ class BatchScheduler:
             if job.pes > job.hosts * self._min_cores:
                 raise InputError(f"job {job.id}: {job.pes} PEs do not fit on {job.hosts} hosts "
                                  f"of {self._min_cores} cores", field="pes")
-            if job.hosts > n_hosts:
+            if job.kind in ("moldable", "malleable") and job.min_pes > n_pes:
+                raise InputError(f"job {job.id}: its minimum of {job.min_pes} PEs is larger "
+                                 f"than the machine ({n_pes} PEs)", field="min_pes")
+            if job.hosts > n_hosts and not self._replaced:
                 self.rejected += 1
                 self.outcomes[job.id] = JobOutcome(job=job, start=None, end=None, hosts=(),
                                                    status="rejected")
@@ -232,6 +280,8 @@ class BatchScheduler:
                 self._yield(fact)
             elif type(fact) is HostsExcluded:
                 self._excluded_answer(fact)
+            elif type(fact) is AppResized:
+                self._resized(fact)
             else:
                 raise ProtocolError(f"the batch level cannot handle {type(fact).__name__}")
 
@@ -249,6 +299,21 @@ class BatchScheduler:
         if self._excluded:
             for h in fact.hosts:
                 self._unexpect(self._excluded.pop((jid, h), None))
+
+    def _resized(self, fact: AppResized) -> None:
+        jid = fact.job_id
+        if jid not in self.state.running:
+            done = self.outcomes.get(jid)
+            if done is not None and done.status != "rejected":
+                self.ignored_yields += 1  # ended (or killed) already: its outcome is final
+                return
+            raise ProtocolError(f"job {jid} reports a resize but is not running")
+        if fact.released:
+            self.state.release_pes(jid, fact.released, fact.time)
+            self.pes_released += len(fact.released)
+            self._dirty = True
+        if fact.added and not fact.added.issubset(self.state.pes_of(jid)):
+            raise ProtocolError(f"job {jid} confirms PEs it was not given")
 
     def _unexpect(self, for_job: int | None, hosts: int = 1) -> None:
         """`hosts` asked for `for_job` will not come (any more) from an exclusion."""
@@ -269,37 +334,9 @@ class BatchScheduler:
             for h in fact.hosts:
                 self._excluded[(fact.job_id, h)] = fact.for_job
 
-    def _ask_exclusions(self, now: int) -> list[Command]:
-        """RCA full: ask running apps for the hosts the head of the queue lacks (docstring)."""
-        state = self.state
-        head = self._qjobs[0]
-        short = head.hosts - state.free_hosts - self._expected.get(head.id, 0)
-        if short <= 0 or short > max(1, int(self.config.exclusion_max_short * head.hosts)):
-            return []
-        asked = self._asked.setdefault(head.id, set())
-        cands = []
-        for jid, alloc in state.running.items():
-            job = alloc.job
-            if jid in asked or not job.exclusion_ok or job.app == "rigid" or alloc.start >= now:
-                continue
-            n = state.working_hosts(jid)
-            if n > 1:
-                cands.append((-n, jid))
-        out: list[Command] = []
-        for neg, jid in sorted(cands):
-            k = min(short, -neg - 1)
-            asked.add(jid)
-            self._asking[(jid, head.id)] = k
-            self._expected[head.id] = self._expected.get(head.id, 0) + k
-            self.exclusion_requests += 1
-            out.append(ExcludeHosts(time=now, job_id=jid, count=k, for_job=head.id))
-            short -= k
-            if short == 0:
-                break
-        return out
-
     def _end(self, jid: int, now: int, status: str) -> None:
-        alloc, acct = self.state.release(jid)
+        rel = self.state.release(jid, now)
+        alloc, acct = rel.alloc, rel.acct
         if self._excluded:
             for key in [k for k in self._excluded if k[0] == jid]:
                 self._unexpect(self._excluded.pop(key))
@@ -307,9 +344,11 @@ class BatchScheduler:
         if handle is not None:
             self._timers.cancel(handle)
         self.outcomes[jid] = JobOutcome(job=alloc.job, start=alloc.start, end=now,
-                                        hosts=alloc.hosts, status=status,  # type: ignore[arg-type]
+                                        hosts=rel.hosts, status=status,  # type: ignore[arg-type]
                                         yielded=acct.yielded, lent=acct.lent,
-                                        borrowed=acct.borrowed)
+                                        borrowed=acct.borrowed, shrinks=rel.shrinks,
+                                        expands=rel.expands, pe_ticks=rel.pe_ticks,
+                                        pes_start=rel.pes_start)
         self._dirty = True
 
     def next_timer(self) -> int | None:
@@ -340,15 +379,26 @@ class BatchScheduler:
 
     # -- the pass -------------------------------------------------------------------------
     def schedule(self, now: int) -> list[Command]:
-        """One scheduling pass at `now` if anything changed; returns the StartApp commands."""
+        """One scheduling pass at `now` if anything changed; returns its commands (StartApp,
+        ShrinkApp, ExpandApp, ExcludeHosts) in job id order."""
         if not self._dirty:
             return []
         self._dirty = False
-        if not self._qjobs:
-            return []
-        out = self._pass(now)
-        if self.config.exclusion and self._qjobs:
-            out.extend(self._ask_exclusions(now))
+        out: list[Command] = []
+        if self._qjobs and not self._replaced:
+            out = self._pass(now)
+        for pol, params in self._dynamics:
+            if not (self._qjobs or pol.replaces_backfill):
+                continue
+            if pol.replaces_backfill:
+                self.passes += 1
+            view = DynamicView(now=now, queue=tuple(self._qjobs), cluster=self.state,
+                               expected=self._expected,
+                               asked={k: frozenset(v) for k, v in self._asked.items()},
+                               memo=self._memos.get(pol.name))
+            plan = pol.decide(view, params)
+            self._memos[pol.name] = plan.memo
+            out.extend(self._apply(plan, now))
         out.sort(key=lambda c: c.job_id)
         return out
 
@@ -364,28 +414,100 @@ class BatchScheduler:
         for jid, t in plan.reservations.items():
             if jid not in first:
                 first[jid] = t
-        if not plan.starts:
-            return []
+        return self._apply(plan, now)
+
+    def _apply(self, plan: Plan, now: int) -> list[Command]:
+        """Carry out a plan's decisions: starts, resizes, exclusion requests, in that order."""
         out: list[Command] = []
-        for job in plan.starts:
+        for item in plan.starts:
+            out.append(self._start(item, now))
+        for r in plan.resizes:
+            out.append(self._resize(r, now))
+        for e in plan.excludes:
+            out.append(self._exclude(e, now))
+        return out
+
+    def _dequeue(self, job: Job) -> None:
+        key = self._keys.pop(job.id, None)
+        if key is None:
+            raise ProtocolError(f"plan starts job {job.id}, which is not queued")
+        i = bisect_left(self._qkeys, key)
+        del self._qkeys[i], self._qjobs[i]
+        self._asked.pop(job.id, None)
+        self._expected.pop(job.id, None)
+
+    def _start(self, item: Job | Start, now: int) -> StartApp:
+        state = self.state
+        if isinstance(item, Start):
+            job = item.job
+            n = len(item.pes)
+            if not job.min_pes <= n <= job.max_pes:
+                raise ProtocolError(f"plan starts job {job.id} ({job.kind}) on {n} PEs, outside "
+                                    f"[{job.min_pes}, {job.max_pes}]")
+            self._dequeue(job)
+            alloc = state.allocate_pes(job, item.pes, now)
+            pe_set = item.pes
+        else:
+            job = item
             if job.hosts > state.free_hosts:
                 raise ProtocolError(f"plan starts job {job.id} on {job.hosts} hosts, "
                                     f"{state.free_hosts} free")
-            key = self._keys.pop(job.id, None)
-            if key is None:
-                raise ProtocolError(f"plan starts job {job.id}, which is not queued")
-            i = bisect_left(self._qkeys, key)
-            del self._qkeys[i], self._qjobs[i]
-            self._asked.pop(job.id, None)
-            self._expected.pop(job.id, None)
+            self._dequeue(job)
             hosts = self._select(state.free_mask(), job.hosts)
             alloc = state.allocate(job, hosts, now)
-            self._started_at[job.id] = now
+            pe_set = None
+        self._started_at[job.id] = now
+        if self._kill:
+            self._timer_of[job.id] = self._timers.push(now + job.walltime, job.id,
+                                                       key=(job.id,))
+        params = job.app_params
+        cmd = StartApp(time=now, job_id=job.id, hosts=alloc.hosts, pes=alloc.pes, app=job.app,
+                       params=tuple(sorted(params.items())) if params else (),
+                       limit=now + job.walltime if self._kill else None)
+        return cmd if pe_set is None else StartApp(
+            time=now, job_id=job.id, hosts=alloc.hosts, pes=alloc.pes, app=job.app,
+            params=cmd.params, limit=cmd.limit, pe_set=pe_set)
+
+    def _resize(self, r: Shrink | Expand, now: int) -> Command:
+        state = self.state
+        jid = r.job_id
+        alloc = state.running.get(jid)
+        if alloc is None:
+            raise ProtocolError(f"a policy resizes job {jid}, which is not running")
+        job = alloc.job
+        if not job.resizable:
+            raise ProtocolError(f"a policy resizes job {jid}, which is {job.kind}, not malleable")
+        held = alloc.pes - len(state.releasing(jid))
+        if isinstance(r, Shrink):
+            if held - len(r.pes) < job.min_pes:
+                raise ProtocolError(f"a policy shrinks job {jid} below its minimum of "
+                                    f"{job.min_pes} PEs")
+            state.shrink(jid, r.pes, now)
+            self.shrinks += 1
+        else:
+            if held + len(r.pes) > job.max_pes:
+                raise ProtocolError(f"a policy expands job {jid} above its maximum of "
+                                    f"{job.max_pes} PEs")
+            state.expand(jid, r.pes, now)
+            self.expands += 1
+        limit = None
+        if r.limit is not None:
+            state.set_limit(jid, r.limit)
             if self._kill:
-                self._timer_of[job.id] = self._timers.push(now + job.walltime, job.id,
-                                                           key=(job.id,))
-            params = job.app_params
-            out.append(StartApp(time=now, job_id=job.id, hosts=alloc.hosts, pes=job.pes,
-                                app=job.app, params=tuple(sorted(params.items())) if params
-                                else (), limit=now + job.walltime if self._kill else None))
-        return out
+                limit = r.limit
+                self._timers.cancel(self._timer_of[jid])
+                self._timer_of[jid] = self._timers.push(r.limit, jid, key=(jid,))
+        if isinstance(r, Shrink):
+            return ShrinkApp(time=now, job_id=jid, pes=r.pes, for_job=r.for_job, limit=limit)
+        return ExpandApp(time=now, job_id=jid, pes=r.pes, limit=limit)
+
+    def _exclude(self, e: Exclude, now: int) -> ExcludeHosts:
+        asked = self._asked.setdefault(e.for_job, set())
+        if e.job_id in asked or e.job_id not in self.state.running or e.count < 1:
+            raise ProtocolError(f"exclusion request to job {e.job_id} for job {e.for_job} "
+                                "repeated, to a job not running, or for no host")
+        asked.add(e.job_id)
+        self._asking[(e.job_id, e.for_job)] = e.count
+        self._expected[e.for_job] = self._expected.get(e.for_job, 0) + e.count
+        self.exclusion_requests += 1
+        return ExcludeHosts(time=now, job_id=e.job_id, count=e.count, for_job=e.for_job)

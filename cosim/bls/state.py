@@ -1,54 +1,68 @@
-"""The cluster state of the batch level: who owns, who uses which host, and how many PEs.
+"""The cluster state of the batch level: which job uses which PE of which host, and who owns it.
 
-`ClusterState` owns the allocation. Per host: its *user* (the job whose PEs run on it, -1
-when none; a host runs one job: node sharing is later work), its *owner* (the job it was
-allocated to, -1 when none; kept apart only where it differs from the user, so RCA costs
-nothing when it is off) and the PEs the user runs there. Per running job: its hosts, start and
-estimated end (start + walltime). A job's `pes` are spread evenly over its hosts, the first
-``pes % hosts`` hosts (ascending index) taking one more, and may not exceed a host's cores.
-A host is *free* when nobody uses it; without RCA owner and user are the same job. RCA
-(DESIGN §2; `yield_hosts` with ``lend=True``): a host of job A that A reported out of work
-becomes *lendable*: free, still owned by A. A job B started on it uses it (the host is
-*borrowed*: B's record gets ``(host, A)``, A's ``(host, tick)`` at the first lend only) while
-A keeps owning it. When A ends, its hosts in use by A are freed and its ownership of the
-others returns to the system (a borrower keeps using them until it ends, then they are plain
-free hosts); when B ends first, the host is lendable again. Only a job's *own* hosts become
-lendable: a borrower that yields a borrowed host keeps it until it ends (its accounting
-covers its whole run, `cosim.output.metrics.utilization`). Running jobs are kept sorted by
-``(estimated end, job id)`` with the number of hosts each one frees at its end — its hosts
-minus those it yielded and that were made lendable (already free) — the order and counts the
-policies use to build availability profiles. Policies only see this state through read-only
-snapshots (`free_mask`, `running_ends`); only the scheduler mutates it. Cost: `allocate` and
-`release` are O(hosts of the job), `yield_hosts` O(hosts of the fact + log running).
+`ClusterState` owns the allocation at PE granularity: ``pe_user[host, core]`` is the job
+running on that PE (-1 when none), ``used_pes[host]`` the PEs in use on a host. A host is
+*free* when none of its PEs is used. Hosts have the same number of cores (the batch level's
+one restriction on platforms). A job gets PEs in one of two ways:
+
+- **whole hosts** (`allocate`; every static policy): ``job.pes`` spread over ``job.hosts``
+  free hosts, the first ``pes % hosts`` hosts (ascending index) taking one more, on cores
+  ``0 .. k-1`` of each; nobody else gets PEs on those hosts while the job holds them
+  (unused cores stay free for PE-level policies only);
+- **explicit PEs** (`allocate_pes`; PE-level policies such as equipartition): any free PEs.
+
+A running *malleable* job's allocation changes (`shrink` marks PEs *releasing*: the job keeps
+using them until the app releases them, `release_pes`; `expand` adds free PEs at once). Its
+*master PE* — the first PE of its start allocation — is never taken. RCA (DESIGN §2; host
+level, whole-host jobs only): a host of job A that A reported out of work becomes *lendable*
+with ``yield_hosts(lend=True)``: free, still owned by A; a job B started on it *borrows* it
+(B's record gets ``(host, A)``, A's ``(host, tick)`` at the first lend only) while A keeps
+owning it. When A ends, its hosts in use by A are freed and its ownership of the others
+returns to the system (a borrower keeps using them until it ends, then they are plain free
+hosts); when B ends first, the host is lendable again. Only a job's *own* hosts become
+lendable; a borrower that yields a borrowed host keeps it until it ends.
+
+Running jobs are kept sorted by ``(estimated end, job id)`` with the number of hosts each one
+frees at its end — its hosts minus those it yielded that were made lendable, and for a job
+with explicit PEs the hosts it uses alone — the order and counts policies use to build
+availability profiles. Policies only see this state through read-only views; only the
+scheduler mutates it. Every interval of use is written to `log` (`cosim.bls.alloclog`) when it
+closes: whole-host jobs at their end (and RCA yields, lends), explicit-PE jobs whenever PEs
+change (a whole-host job becomes one at its first resize: its open intervals close there and
+reopen on the PEs it keeps). Cost: `allocate` and `release` are O(hosts of the job) numpy
+work; resizes O(PEs changed).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from cosim.bls.alloclog import (
+    BORROWED, OWN, YIELDED, AllocLog, merge_host_runs, rows_from_pes,
+)
+from cosim.core.indexset import IndexSet
 from cosim.errors import ProtocolError
 from cosim.platform.allocation import spread_pes
 from cosim.workload.jobs import Job
 
-__all__ = ["ClusterState", "Allocation", "Accounting", "spread_pes"]
+__all__ = ["ClusterState", "Allocation", "Accounting", "Released", "spread_pes"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Allocation:
-    """A running job: its hosts (ascending), start and estimated end (start + walltime).
-
-    The PEs it uses on each host are ``spread_pes(job.pes, job.hosts)``, in host order.
-    `hosts` includes the hosts it borrowed (RCA) and those it yielded.
-    """
+    """A running job: the hosts it has PEs on (ascending), how many PEs, start, estimated end
+    (start + walltime, or the limit a resize set), and its master PE (global index)."""
 
     job: Job
-    hosts: tuple[int, ...]
+    hosts: IndexSet
     start: int
     estimated_end: int
+    pes: int
+    master: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +79,19 @@ class Accounting:
 
 
 NO_ACCOUNTING = Accounting()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Released:
+    """What `ClusterState.release` hands back about a job that ended."""
+
+    alloc: Allocation
+    acct: Accounting
+    hosts: IndexSet  # every host it ever had PEs on
+    pe_ticks: int
+    shrinks: int
+    expands: int
+    pes_start: int
 
 
 class _Rca:
@@ -85,39 +112,81 @@ class _Rca:
                           borrowed=tuple(sorted(self.borrowed)))
 
 
+class _Run:
+    """Mutable record of one running job. Whole-host form (`pes` None): hosts `idx`, the
+    spread rule's PEs on cores 0..k-1 of each (`counts`); explicit form: its global PEs,
+    sorted."""
+
+    __slots__ = ("alloc", "idx", "pes", "releasing", "ever", "pe_ticks", "shrinks",
+                 "expands", "pes_start")
+
+    def __init__(self, alloc: Allocation, idx: np.ndarray, pes: np.ndarray | None) -> None:
+        self.alloc = alloc
+        self.idx = idx
+        self.pes = pes
+        self.releasing: set[int] = set()
+        self.ever: IndexSet | None = None  # hosts it had PEs on and left (resizes)
+        self.pe_ticks = 0
+        self.shrinks = 0
+        self.expands = 0
+        self.pes_start = alloc.pes
+
+    @property
+    def counts(self) -> np.ndarray:
+        """PEs per host of a whole-host job (the spread rule)."""
+        base, extra = divmod(self.alloc.pes, len(self.idx))
+        counts = np.full(len(self.idx), base, dtype=np.int64)
+        counts[:extra] += 1
+        return counts
+
+
 class ClusterState:
     """Ownership and use of hosts and PEs by running jobs (see the module docstring).
 
     Parameters
     ----------
     cores:
-        PEs of each host, by host index.
+        PEs of each host, by host index (all equal).
     """
 
-    __slots__ = ("cores", "n_hosts", "user", "used_pes", "free_hosts", "lendable", "running",
-                 "_ends", "_free_ro", "_idx", "_ids", "_min_cores", "_rca", "_lender")
+    __slots__ = ("cores", "n_hosts", "n_cores", "n_pes", "user", "pe_user", "used_pes",
+                 "free_hosts", "free_pes", "lendable", "running", "log", "_ends", "_free_ro",
+                 "_runs", "_ids", "_rca", "_lender", "_tail", "_since", "_role", "_owner")
 
     def __init__(self, cores: Sequence[int]) -> None:
-        if not cores or any(c < 1 for c in cores):
+        if not len(cores) or any(c < 1 for c in cores):
             raise ValueError("a machine needs at least one host, each with at least one core")
+        if len(set(cores)) != 1:
+            raise ValueError("the batch level needs hosts with equal core counts")
         self.cores = np.asarray(cores, dtype=np.int64)
         self.n_hosts = len(cores)
+        self.n_cores = int(cores[0])
+        self.n_pes = self.n_hosts * self.n_cores
+        self.pe_user = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
+        # the job using a host when exactly one does (-1: free; -2: shared by several jobs)
         self.user = np.full(self.n_hosts, -1, dtype=np.int64)
         self.used_pes = np.zeros(self.n_hosts, dtype=np.int64)
         self.free_hosts = self.n_hosts  # hosts nobody uses, lendable ones included
+        self.free_pes = self.n_pes  # PEs nobody uses (those of lendable hosts included)
         self.lendable = 0  # free hosts still owned by a running job (RCA)
         self.running: dict[int, Allocation] = {}
+        self.log = AllocLog()
         self._ends: list[tuple[int, int, int, int]] = []  # (est. end, id, hosts, start), sorted
         self._free_ro = np.ones(self.n_hosts, dtype=bool)
-        self._idx: dict[int, np.ndarray] = {}  # running job id -> its host indices
+        self._runs: dict[int, _Run] = {}
         # host indices as shared Python ints: host tuples of big jobs then cost 8 bytes a host
         self._ids = np.array(list(range(self.n_hosts)), dtype=object)
-        self._min_cores = int(self.cores.min())
         self._rca: dict[int, _Rca] = {}  # running job id -> RCA record, if it has one
         # host -> its owner where the owner is not the user (RCA only, so empty without it):
         # lendable hosts (no user), borrowed hosts (owner -1 once the owner has ended)
         self._lender: dict[int, int] = {}
+        self._tail: dict[int, int] = {}  # lendable host -> since when its owner's idle tail runs
+        # per-PE open interval of explicit-form jobs: since, role, owner
+        self._since = np.zeros((self.n_hosts, self.n_cores), dtype=np.int64)
+        self._role = np.zeros((self.n_hosts, self.n_cores), dtype=np.int64)
+        self._owner = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
 
+    # -- read-only views ------------------------------------------------------------------
     @property
     def owner(self) -> np.ndarray:
         """Owner of each host (a new array): the job it was allocated to, -1 when none."""
@@ -132,16 +201,49 @@ class ClusterState:
         view.flags.writeable = False
         return view
 
+    def free_pe_array(self) -> np.ndarray:
+        """Global indices of the PEs nobody uses, ascending (lendable hosts excluded)."""
+        free = np.flatnonzero(self.pe_user.reshape(-1) < 0)
+        if self._lender:
+            lend = np.fromiter(self._lender, dtype=np.int64)
+            free = free[~np.isin(free // self.n_cores, lend)]
+        return free
+
+    def pes_of(self, job_id: int) -> IndexSet:
+        """Global PEs running job `job_id` holds (those it is releasing included)."""
+        return IndexSet.from_sorted(self._pe_array(self._runs[job_id]))
+
+    def releasing(self, job_id: int) -> IndexSet:
+        """PEs of running job `job_id` that a shrink took and the app has not released yet."""
+        return IndexSet.of(self._runs[job_id].releasing)
+
     def running_ends(self) -> tuple[tuple[int, int, int, int], ...]:
         """``(estimated end, job id, hosts freed at its end, start)`` of running jobs, sorted.
 
         Hosts freed at its end = the job's hosts minus the ones it yielded that were made
-        lendable (they are free already); borrowed hosts are included.
+        lendable (they are free already); borrowed hosts are included; for a job with explicit
+        PEs, the hosts where it is the only user.
         """
-        return tuple(self._ends)
+        if all(n >= 0 for _, _, n, _ in self._ends):
+            return tuple(self._ends)
+        return tuple((e, j, n if n >= 0 else self._sole_hosts(j), s) for e, j, n, s in self._ends)
 
+    def _sole_hosts(self, job_id: int) -> int:
+        idx = self._runs[job_id].idx
+        return int(np.count_nonzero(self.user[idx] == job_id))
+
+    def working_hosts(self, job_id: int) -> int:
+        """Hosts running job `job_id` owns and uses and has not yielded (RCA exclusion)."""
+        idx = self._runs[job_id].idx
+        rec = self._rca.get(job_id)
+        own = idx[self.user[idx] == job_id]
+        if rec is None:
+            return len(own)
+        return sum(1 for h in own.tolist() if h not in rec.yielded_set and h not in self._lender)
+
+    # -- starts ---------------------------------------------------------------------------
     def allocate(self, job: Job, hosts: np.ndarray, now: int) -> Allocation:
-        """Give `hosts` (ascending indices, all free) to `job` from `now` on.
+        """Give `hosts` (ascending indices, all free) to `job` from `now` on: whole hosts.
 
         A lendable host among them is borrowed: its owner keeps it, `job` uses it (see the
         module docstring). ProtocolError if a host is in use, the count is wrong or a host has
@@ -157,24 +259,82 @@ class ClusterState:
         if not free[idx].all():
             raise ProtocolError(f"job {jid}: host already allocated")
         base, extra = divmod(job.pes, job.hosts)
-        per_host = base + (extra > 0)
-        if per_host > self._min_cores and per_host > int(self.cores[idx].min()):
+        if base + (extra > 0) > self.n_cores:
             raise ProtocolError(f"job {jid}: more PEs than cores on a host")
         if self.lendable:
             self._borrow(jid, idx, now)
-        self.user[idx] = jid
+        pe_user = self.pe_user
         used = self.used_pes
-        used[idx] = base
         if extra:
-            used[idx[:extra]] += 1
+            pe_user[idx[:extra], :base + 1] = jid
+            used[idx[:extra]] = base + 1
+            if base:
+                pe_user[idx[extra:], :base] = jid
+            used[idx[extra:]] = base
+        else:
+            pe_user[idx, :base] = jid
+            used[idx] = base
+        self.user[idx] = jid
         free[idx] = False
         self.free_hosts -= job.hosts
-        alloc = Allocation(job=job, hosts=tuple(self._ids[idx].tolist()), start=now,
-                           estimated_end=now + job.walltime)
+        self.free_pes -= job.pes
+        alloc = Allocation(job=job, hosts=IndexSet.from_sorted(idx), start=now,
+                           estimated_end=now + job.walltime, pes=job.pes,
+                           master=int(idx[0]) * self.n_cores)
         self.running[jid] = alloc
-        self._idx[jid] = idx
+        self._runs[jid] = _Run(alloc, idx, None)
         insort(self._ends, (alloc.estimated_end, jid, job.hosts, now))
         return alloc
+
+    def allocate_pes(self, job: Job, pes: IndexSet, now: int) -> Allocation:
+        """Give the free PEs `pes` (global indices) to `job` from `now` on (explicit form).
+
+        ProtocolError if a PE is in use or on a lendable host, or the job already runs."""
+        jid = job.id
+        if jid in self.running:
+            raise ProtocolError(f"job {jid} is already running")
+        arr = self._take(jid, pes, now)
+        alloc = Allocation(job=job, hosts=IndexSet.from_sorted(np.unique(arr // self.n_cores)),
+                           start=now, estimated_end=now + job.walltime, pes=len(arr),
+                           master=int(arr[0]))
+        self.running[jid] = alloc
+        run = _Run(alloc, alloc.hosts.to_array(), arr)
+        self._runs[jid] = run
+        insort(self._ends, (alloc.estimated_end, jid, -1, now))
+        return alloc
+
+    def _take(self, jid: int, pes: IndexSet, now: int) -> np.ndarray:
+        """Mark free PEs as used by `jid` (explicit form); returns them as a sorted array."""
+        arr = pes.to_array()
+        if arr.size == 0:
+            raise ProtocolError(f"job {jid}: an allocation needs at least one PE")
+        if arr[0] < 0 or arr[-1] >= self.n_pes:
+            raise ProtocolError(f"job {jid}: PE index out of range")
+        h, c = np.divmod(arr, self.n_cores)
+        if (self.pe_user[h, c] >= 0).any():
+            raise ProtocolError(f"job {jid}: PE already in use")
+        if self._lender and np.isin(h, np.fromiter(self._lender, dtype=np.int64)).any():
+            raise ProtocolError(f"job {jid}: PEs on a host lent by RCA")
+        self.pe_user[h, c] = jid
+        self._since[h, c] = now
+        self._role[h, c] = OWN
+        self._owner[h, c] = jid
+        hosts, n = np.unique(h, return_counts=True)
+        was_free = self.used_pes[hosts] == 0
+        self.used_pes[hosts] += n
+        self._free_ro[hosts] = False
+        self.free_hosts -= int(was_free.sum())
+        self.free_pes -= arr.size
+        self._refresh_users(hosts)
+        return arr
+
+    def _refresh_users(self, hosts: np.ndarray) -> None:
+        """Recompute `user` (sole user, -1 free, -2 shared) of `hosts`."""
+        rows = self.pe_user[hosts]
+        first = rows.max(axis=1)
+        busy = np.where(rows >= 0, rows, first[:, None])
+        shared = (busy != first[:, None]).any(axis=1)
+        self.user[hosts] = np.where(shared, -2, first)
 
     def _borrow(self, jid: int, idx: np.ndarray, now: int) -> None:
         """Record the lendable hosts among `idx` as borrowed by `jid` (their owners keep them)."""
@@ -191,17 +351,113 @@ class ClusterState:
             if h not in lent.lent_set:
                 lent.lent_set.add(h)
                 lent.lent.append((h, now))
+            self._close_tail(h, self._runs[a], now)
             self.lendable -= 1
 
-    def working_hosts(self, job_id: int) -> int:
-        """Hosts running job `job_id` owns and uses and has not yielded (RCA exclusion)."""
-        idx = self._idx[job_id]
-        rec = self._rca.get(job_id)
-        own = idx[self.user[idx] == job_id]
-        if rec is None:
-            return len(own)
-        return sum(1 for h in own.tolist() if h not in rec.yielded_set and h not in self._lender)
+    def _close_tail(self, h: int, owner: _Run, now: int) -> None:
+        """The idle tail of `owner` on its lendable host `h` ends at `now`: log it."""
+        since = self._tail.pop(h)
+        k = int(owner.counts[np.searchsorted(owner.idx, h)])
+        if now > since:
+            jid = owner.alloc.job.id
+            self.log.add(jid, h, 1, 0, k, since, now, YIELDED, jid)
 
+    # -- resizes --------------------------------------------------------------------------
+    def _explicit(self, jid: int, now: int) -> _Run:
+        """The job's record in explicit form, converting a whole-host job at `now`."""
+        run = self._runs[jid]
+        if run.pes is not None:
+            return run
+        if jid in self._rca:
+            raise ProtocolError(f"job {jid}: a job with RCA yields or borrowed hosts cannot be "
+                                "resized")
+        self._log_whole(run, now)
+        arr = self._pe_array(run)
+        h, c = np.divmod(arr, self.n_cores)
+        self._since[h, c] = now
+        self._role[h, c] = OWN
+        self._owner[h, c] = jid
+        run.pes = arr
+        i = bisect_left(self._ends, (run.alloc.estimated_end, jid))
+        e, j, _, s = self._ends[i]
+        self._ends[i] = (e, j, -1, s)
+        return run
+
+    def shrink(self, job_id: int, pes: IndexSet, now: int) -> None:
+        """PEs `pes` of running job `job_id` are to be released (the app releases them later,
+        `release_pes`); ProtocolError unless they are held, not already releasing, not the
+        master PE and not all of the job's PEs."""
+        run = self._runs.get(job_id)
+        if run is None:
+            raise ProtocolError(f"shrink of job {job_id}, which is not running")
+        arr = pes.to_array()
+        held = self._pe_array(run)
+        if arr.size == 0 or not np.isin(arr, held).all():
+            raise ProtocolError(f"shrink of job {job_id}: PEs it does not hold")
+        if run.releasing.intersection(arr.tolist()):
+            raise ProtocolError(f"shrink of job {job_id}: PEs already being released")
+        if run.alloc.master in pes:
+            raise ProtocolError(f"shrink of job {job_id}: its master PE {run.alloc.master}")
+        if arr.size + len(run.releasing) >= held.size:
+            raise ProtocolError(f"shrink of job {job_id}: it would keep no PE")
+        self._explicit(job_id, now)
+        run.releasing.update(arr.tolist())
+        run.shrinks += 1
+
+    def release_pes(self, job_id: int, pes: IndexSet, now: int) -> None:
+        """The app of `job_id` released `pes` (each being released) at `now`: they are free."""
+        run = self._runs.get(job_id)
+        if run is None:
+            raise ProtocolError(f"job {job_id} releases PEs but is not running")
+        arr = pes.to_array()
+        if not run.releasing.issuperset(arr.tolist()):
+            raise ProtocolError(f"job {job_id} releases PEs it was not asked for")
+        run.releasing.difference_update(arr.tolist())
+        self._log_pes(run, arr, now)
+        h, c = np.divmod(arr, self.n_cores)
+        self.pe_user[h, c] = -1
+        hosts, n = np.unique(h, return_counts=True)
+        self.used_pes[hosts] -= n
+        now_free = self.used_pes[hosts] == 0
+        self._free_ro[hosts[now_free]] = True
+        self.free_hosts += int(now_free.sum())
+        self.free_pes += arr.size
+        self._refresh_users(hosts)
+        run.pes = np.setdiff1d(run.pes, arr, assume_unique=True)
+        self._update_hosts(run, now)
+
+    def expand(self, job_id: int, pes: IndexSet, now: int) -> None:
+        """Give the free PEs `pes` to running job `job_id` from `now` on."""
+        run = self._runs.get(job_id)
+        if run is None:
+            raise ProtocolError(f"expand of job {job_id}, which is not running")
+        self._explicit(job_id, now)
+        arr = self._take(job_id, pes, now)
+        run.pes = np.union1d(run.pes, arr)
+        run.expands += 1
+        self._update_hosts(run, now)
+
+    def _update_hosts(self, run: _Run, now: int) -> None:
+        hosts = np.unique(run.pes // self.n_cores)
+        old = run.alloc.hosts
+        new = IndexSet.from_sorted(hosts)
+        if new != old:
+            run.ever = (old if run.ever is None else run.ever).union(new)
+        run.idx = hosts
+        run.alloc = self.running[run.alloc.job.id] = replace(run.alloc, hosts=new,
+                                                             pes=int(run.pes.size))
+
+    def set_limit(self, job_id: int, estimated_end: int) -> None:
+        """Running job `job_id` is now expected to end at `estimated_end` (a resize moved it)."""
+        run = self._runs[job_id]
+        a = run.alloc
+        ends = self._ends
+        i = bisect_left(ends, (a.estimated_end, job_id))
+        _, j, n, s = ends.pop(i)
+        insort(ends, (estimated_end, j, n, s))
+        run.alloc = self.running[job_id] = replace(a, estimated_end=estimated_end)
+
+    # -- yields ---------------------------------------------------------------------------
     def yield_hosts(self, job_id: int, hosts: Sequence[int], now: int, *, lend: bool) -> int:
         """Record that running job `job_id` has no work left on `hosts` from `now`.
 
@@ -216,17 +472,21 @@ class ClusterState:
             raise ProtocolError(f"job {job_id} yields hosts but is not running")
         if now < alloc.start:
             raise ProtocolError(f"job {job_id} yields hosts at {now}, before its start")
+        run = self._runs[job_id]
         rec = self._rca.get(job_id)
         seen = rec.yielded_set if rec is not None else set()
         user, lender = self.user, self._lender
         fact: set[int] = set()
+        held = alloc.hosts
         for h in hosts:  # check everything before changing anything
             h = int(h)
             if h in seen or h in fact:
                 raise ProtocolError(f"job {job_id} yields host {h} twice")
-            if not 0 <= h < self.n_hosts or user[h] != job_id:
+            if not 0 <= h < self.n_hosts or h not in held:
                 raise ProtocolError(f"job {job_id} yields host {h}, which it does not hold")
             fact.add(h)
+        if lend and run.pes is not None:
+            raise ProtocolError(f"job {job_id}: RCA lending of a job with explicit PEs")
         if rec is None:
             rec = self._rca[job_id] = _Rca()
             seen = rec.yielded_set
@@ -235,10 +495,14 @@ class ClusterState:
             h = int(h)
             seen.add(h)
             rec.yielded.append((h, now))
-            if lend and h not in lender:  # its own host (a borrowed one is in `lender`)
+            if lend and h not in lender and user[h] == job_id:  # its own host
                 user[h] = -1
                 lender[h] = job_id
+                self._tail[h] = now
+                k = int(self.used_pes[h])
+                self.pe_user[h, :] = -1
                 self.used_pes[h] = 0
+                self.free_pes += k
                 self._free_ro[h] = True
                 made += 1
         if made:
@@ -250,43 +514,147 @@ class ClusterState:
             ends[i] = (e, j, n - made, s)
         return made
 
-    def release(self, job_id: int) -> tuple[Allocation, Accounting]:
-        """The job ended: free the hosts it uses, give up those it owns (module docstring).
-
-        Returns its allocation and its RCA record; ProtocolError if it is not running.
+    # -- the end --------------------------------------------------------------------------
+    def release(self, job_id: int, now: int | None = None) -> Released:
+        """The job ended at `now`: free the PEs it uses, give up the hosts it owns (module
+        docstring), write its open intervals to the log. ProtocolError if it is not running.
         """
         alloc = self.running.pop(job_id, None)
         if alloc is None:
             raise ProtocolError(f"job {job_id} is not running")
-        idx = self._idx.pop(job_id)
+        end = alloc.start if now is None else now
+        run = self._runs.pop(job_id)
         ends = self._ends
         del ends[bisect_left(ends, (alloc.estimated_end, job_id))]
         rec = self._rca.pop(job_id, None)
+        if run.pes is not None:
+            self._release_explicit(job_id, run, end)
+        else:
+            self._release_whole(job_id, run, rec, end)
+        acct = NO_ACCOUNTING if rec is None else rec.freeze()
+        hosts = alloc.hosts if run.ever is None else run.ever.union(alloc.hosts)
+        return Released(alloc=alloc, acct=acct, hosts=hosts, pe_ticks=run.pe_ticks,
+                        shrinks=run.shrinks, expands=run.expands, pes_start=run.pes_start)
+
+    def _release_explicit(self, jid: int, run: _Run, end: int) -> None:
+        arr = run.pes
+        self._log_pes(run, arr, end)
+        h, c = np.divmod(arr, self.n_cores)
+        self.pe_user[h, c] = -1
+        hosts, n = np.unique(h, return_counts=True)
+        self.used_pes[hosts] -= n
+        now_free = self.used_pes[hosts] == 0
+        self._free_ro[hosts[now_free]] = True
+        self.free_hosts += int(now_free.sum())
+        self.free_pes += arr.size
+        self._refresh_users(hosts)
+
+    def _release_whole(self, jid: int, run: _Run, rec: _Rca | None, end: int) -> None:
+        idx = run.idx
+        self._log_whole(run, end, rec)
         if rec is None:  # it owned and used every one of its hosts
+            self.pe_user[idx, :] = -1
             self.user[idx] = -1
             self.used_pes[idx] = 0
             self._free_ro[idx] = True
             self.free_hosts += len(idx)
-            return alloc, NO_ACCOUNTING
+            self.free_pes += run.alloc.pes
+            return
         user = self.user
-        used = idx[user[idx] == job_id]
+        used = idx[user[idx] == jid]
+        self.pe_user[used, :] = -1
         user[used] = -1
+        self.free_pes += int(self.used_pes[used].sum())
         self.used_pes[used] = 0
         self._free_ro[used] = True
         self.free_hosts += len(used)
         lender = self._lender
         if lender:
             for h, _ in rec.yielded:
-                if lender.get(h) != job_id:
+                if lender.get(h) != jid:
                     continue  # not made lendable (rca off) or not its own
                 if user[h] < 0:  # lendable, not lent now: a plain free host
                     del lender[h]
+                    self._close_tail(h, run, end)
                     self.lendable -= 1
                 else:  # a borrower keeps it; ownership returns to the system
                     lender[h] = -1
             for h, _ in rec.borrowed:
                 if lender[h] < 0:  # its owner has ended: a plain free host
                     del lender[h]
-                else:  # its owner still runs: lendable again
+                else:  # its owner still runs: lendable again, its idle tail resumes
                     self.lendable += 1
-        return alloc, rec.freeze()
+                    self._tail[h] = end
+
+    # -- the log --------------------------------------------------------------------------
+    def _pe_array(self, run: _Run) -> np.ndarray:
+        """A job's global PEs, sorted."""
+        if run.pes is not None:
+            return run.pes
+        c = self.n_cores
+        counts = run.counts
+        k = int(counts.max())
+        grid = run.idx[:, None] * c + np.arange(k)[None, :]
+        return grid[np.arange(k)[None, :] < counts[:, None]]
+
+    def _log_pes(self, run: _Run, arr: np.ndarray, end: int) -> None:
+        """Close the open intervals of a job on its PEs `arr` (explicit form) at `end`."""
+        jid = run.alloc.job.id
+        h, c = np.divmod(arr, self.n_cores)
+        since, role, owner = self._since[h, c], self._role[h, c], self._owner[h, c]
+        host, hosts, core, pes, since, role, owner = rows_from_pes(arr, self.n_cores, since,
+                                                                   role, owner)
+        keep = end > since
+        if not keep.all():
+            host, hosts, core, pes, since, role, owner = (
+                x[keep] for x in (host, hosts, core, pes, since, role, owner))
+        self.log.extend(job=jid, host=host, hosts=hosts, core=core, pes=pes, start=since,
+                        end=end, role=role, owner=owner)
+        busy = role != YIELDED
+        run.pe_ticks += int((hosts * pes * (end - since))[busy].sum())
+
+    def _log_whole(self, run: _Run, end: int, rec: _Rca | None = None) -> None:
+        """Close every open interval of a whole-host job at `end` (a yield ends a host's busy
+        interval at the yield tick; an unlent yielded host's idle tail runs to `end`)."""
+        jid = run.alloc.job.id
+        start = run.alloc.start
+        idx = run.idx
+        if rec is None and jid not in self._rca:
+            if end > start:  # the runs of its hosts, split where the spread rule changes
+                add = self.log.add
+                base, extra = divmod(run.alloc.pes, len(idx))
+                seen = 0
+                for first, n in run.alloc.hosts.runs:
+                    k = min(n, extra - seen) if extra > seen else 0
+                    if k:
+                        add(jid, first, k, 0, base + 1, start, end, OWN, jid)
+                    if n > k and base:
+                        add(jid, first + k, n - k, 0, base, start, end, OWN, jid)
+                    seen += n
+            run.pe_ticks += run.alloc.pes * (end - start)
+            return
+        counts = run.counts
+        rec = rec if rec is not None else self._rca[jid]
+        stop = np.full(len(idx), end, dtype=np.int64)
+        role = np.full(len(idx), OWN, dtype=np.int64)
+        owner = np.full(len(idx), jid, dtype=np.int64)
+        pos = {h: i for i, h in enumerate(idx.tolist())} if rec.yielded or rec.borrowed else {}
+        for h, a in rec.borrowed:
+            role[pos[h]] = BORROWED
+            owner[pos[h]] = a
+        tails = []
+        for h, y in rec.yielded:
+            i = pos[h]
+            stop[i] = min(y, end)
+            if self._lender.get(h) != jid and y < end:  # kept, not lendable: idle to the end
+                tails.append((h, int(counts[i]), y, int(owner[i])))
+        keep = stop > start
+        host, hosts, core, pes, stop, role, owner = merge_host_runs(
+            idx[keep], np.ones(int(keep.sum()), dtype=np.int64),
+            np.zeros(int(keep.sum()), dtype=np.int64), counts[keep], stop[keep], role[keep],
+            owner[keep])
+        self.log.extend(job=jid, host=host, hosts=hosts, core=core, pes=pes, start=start,
+                        end=stop, role=role, owner=owner)
+        run.pe_ticks += int((hosts * pes * (stop - start)).sum())
+        for h, k, y, a in tails:
+            self.log.add(jid, h, 1, 0, k, y, end, YIELDED, a)

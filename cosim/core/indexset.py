@@ -39,8 +39,12 @@ class IndexSet(Sequence[int]):
     def from_sorted(cls, values: np.ndarray | Sequence[int]) -> IndexSet:
         """From ascending distinct values (not checked): the fast path for numpy arrays."""
         a = np.asarray(values, dtype=np.int64)
-        if a.size == 0:
+        n = a.size
+        if n == 0:
             return EMPTY
+        first, last = int(a[0]), int(a[-1])
+        if last - first + 1 == n:  # one run: the usual first-fit allocation
+            return cls((first,), (n,))
         breaks = np.flatnonzero(np.diff(a) != 1) + 1
         starts = np.concatenate(([0], breaks))
         ends = np.concatenate((breaks, [a.size]))

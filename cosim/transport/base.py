@@ -6,7 +6,10 @@ that stopped it). Facts from several endpoints are merged in `(time, kind, job i
 (`Fact.key`), then by source rank and the fact's position in that rank's reply, so the order
 never depends on which message arrived first. `PROTOCOL_VERSION` is checked in a handshake
 before the first round. `AlsGroup` is the interface of a set of ALS endpoints as seen by the
-coordinator: `round`, `finish`, `close`.
+coordinator: `round`, `finish`, `close`. Where a new app runs is not the transport's business:
+a `Placement` (given by the runner) names the destination of every `StartApp` — `TRACE` for
+the trace endpoint on rank 0, ``r >= 0`` for the app simulator of rank r — and later commands
+follow their job. This package depends on the protocol only (`cosim.protocol`).
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Protocol
 
-from cosim.als.runtime import LoopResult
-from cosim.protocol.messages import Command, Fact
+from cosim.errors import ProtocolError
+from cosim.protocol.endpoint import AlsTotals, Endpoint
+from cosim.protocol.messages import Command, Fact, StartApp
 
 __all__ = ["PROTOCOL_VERSION", "Kind", "RoundMessage", "Reply", "AlsTotals", "AlsGroup",
-           "merge_facts"]
+           "Endpoint", "Placement", "TRACE", "merge_facts", "merge_totals", "route"]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+TRACE = -1  # the destination of trace (rigid) jobs: the trace endpoint on rank 0
 
 
 class Kind(IntEnum):
@@ -53,15 +58,40 @@ class Reply:
     version: int = PROTOCOL_VERSION
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AlsTotals:
-    """What the ALS endpoints report at the end: loop results and counters."""
+class Placement(Protocol):
+    """Where new apps run: ``choose(cmd, now)`` gives the destination of a `StartApp` (`TRACE`
+    or a rank); ``ended(job_id)`` is told when a job's app has completed."""
 
-    loops: dict[int, LoopResult] = field(default_factory=dict)
-    chunk_events: int = 0
-    apps: int = 0
-    wall_s: dict[int, float] = field(default_factory=dict)  # per rank
-    rollbacks: int = 0  # app runs replayed to an earlier tick (exclusion requests)
+    def choose(self, cmd: StartApp, now: int) -> int:
+        ...
+
+    def ended(self, job_id: int) -> None:
+        ...
+
+
+def route(commands: Sequence[Command], where: dict[int, int], placement: Placement,
+          now: int) -> dict[int, list[Command]]:
+    """Split commands by destination: a StartApp goes where `placement` says, later commands
+    follow their job; returns destination -> commands (in the given order)."""
+    out: dict[int, list[Command]] = {}
+    for cmd in commands:
+        if isinstance(cmd, StartApp):
+            where[cmd.job_id] = placement.choose(cmd, now)
+        elif cmd.job_id not in where:
+            raise ProtocolError(f"command {cmd!r} for a job that never started")
+        out.setdefault(where[cmd.job_id], []).append(cmd)
+    return out
+
+
+def merge_totals(parts: Sequence[AlsTotals], wall_s: dict[int, float]) -> AlsTotals:
+    """One report from the reports of several endpoints (loops in job id order)."""
+    loops: dict[int, object] = {}
+    for t in parts:
+        loops.update(t.loops)
+    return AlsTotals(loops=dict(sorted(loops.items())),
+                     chunk_events=sum(t.chunk_events for t in parts),
+                     apps=sum(t.apps for t in parts), wall_s=wall_s,
+                     rollbacks=sum(t.rollbacks for t in parts))
 
 
 def merge_facts(replies: Sequence[Sequence[Fact]]) -> list[Fact]:

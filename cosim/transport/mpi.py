@@ -7,40 +7,35 @@ it runs its apps ahead (`AppSimulator.speculate`, a bounded number of chunks at 
 checks for rank 0's next message in between, so the ranks simulate their apps in parallel
 while the protocol stays exact (speculation only finds facts earlier; they are reported when a
 grant covers them). Waiting sides poll with `os.sched_yield`, leaving the core to ranks that
-compute. Rank 0 keeps the rigid apps (and, with ``rank0_apps``, a share of the simulated ones)
-and does its local work after sending and before receiving; an error there is raised only
+compute. Rank 0 keeps its local endpoints — the trace apps (`TRACE`) and, with ``rank0_apps``,
+an app simulator (destination 0) — and does its local work after sending and before
+receiving; an error there is raised only
 after every reply is in, so no message is left unmatched. An ALS rank that fails
 answers every later round with its error until the stop; rank 0 raises it (an `InputError`
 stays an input error: exit status 2), and `close` sends the stop in a `finally`, so the whole
 run ends within a round, never hanging. A handshake checks `PROTOCOL_VERSION` first.
-
-A new app goes to the candidate rank with the least predicted remaining work, ties to the
-lower rank: a job's prediction is ``pes x`` its ideal run time (``total_flop / (pes x
-speed)``, or its walltime estimate when the app has no ``total_flop``) left after `now`.
-Which rank simulates an app never changes its facts, so results do not depend on K.
+Where a new app runs is decided by the `Placement` the runner gives (`cosim.placement`); which
+rank simulates an app never changes its facts, so results do not depend on K. An endpoint on an
+ALS rank is made by the factory given to `serve`; this module knows nothing of what it is.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from mpi4py import MPI
 
-from cosim.als.manager import AppSimulator
-from cosim.bls.rigid import RigidApps
 from cosim.errors import CosimError, InputError, ProtocolError
-from cosim.platform import Platform
-from cosim.protocol.messages import AppCompleted, Command, Fact, StartApp
+from cosim.protocol.messages import AppCompleted, Command, Fact
 from cosim.transport.base import (
-    PROTOCOL_VERSION, AlsTotals, Kind, Reply, RoundMessage, merge_facts,
+    PROTOCOL_VERSION, AlsTotals, Endpoint, Kind, Placement, Reply, RoundMessage, merge_facts,
+    merge_totals, route,
 )
-from cosim.transport.loopback import route
 
 __all__ = ["world", "MpiAls", "serve"]
 
-_RIGID = -1
 TAG_DOWN = 2  # rank 0 -> ALS rank
 TAG_UP = 3  # ALS rank -> rank 0
 
@@ -62,21 +57,19 @@ def _raise(rank: int, error: str) -> None:
 
 
 class MpiAls:
-    """Rank 0's view of the ALS ranks (see the module docstring)."""
+    """Rank 0's view of the ALS ranks (see the module docstring).
 
-    def __init__(self, comm: MPI.Comm, *, rigid: RigidApps, local: AppSimulator | None,
-                 platform: Platform) -> None:
+    `local`: rank 0's endpoints by destination (`TRACE`, and 0 with ``rank0_apps``);
+    `placement`: where new apps go (ranks 1..K-1, and 0 when it is local).
+    """
+
+    def __init__(self, comm: MPI.Comm, *, local: Mapping[int, Endpoint],
+                 placement: Placement) -> None:
         self.comm = comm
-        self.rigid = rigid
-        self.local = local
-        self.platform = platform
+        self.local = dict(sorted(local.items()))
+        self.placement = placement
         self._closed = False
         self._where: dict[int, int] = {}
-        self._now = 0
-        self._ranks = ([0] if local is not None else []) + list(range(1, comm.size))
-        if not self._ranks:
-            raise ValueError("no rank can simulate apps: run with more ranks or rank0_apps")
-        self._load: dict[int, dict[int, tuple[int, int]]] = {r: {} for r in self._ranks}
         self._wall = 0.0
         comm.bcast(RoundMessage(kind=Kind.HELLO), root=0)
         for rank, reply in enumerate(comm.gather(Reply(), root=0)):
@@ -85,38 +78,21 @@ class MpiAls:
                 raise ProtocolError(f"ALS rank {rank} speaks protocol {reply.version}, "
                                     f"rank 0 speaks {PROTOCOL_VERSION}")
 
-    def _choose(self, cmd: StartApp) -> int:
-        if cmd.app == "rigid":
-            return _RIGID
-        now = self._now
-        best = min(self._ranks, key=lambda r: (sum(p * max(0, e - now) for e, p in
-                                                   self._load[r].values()), r))
-        speed = self.platform.hosts[cmd.hosts[0]].speed
-        flop = dict(cmd.params).get("total_flop")
-        ideal = float(flop) / (cmd.pes * speed) if flop else 1.0
-        self._load[best][cmd.job_id] = (now + round(ideal * 1e9), cmd.pes)
-        return best
-
     def round(self, grant: int, commands: Sequence[Command]) -> tuple[list[Fact], int | None]:
         t0 = time.perf_counter()
-        self._now = grant
-        parts = route(commands, self._where, self._choose)
+        parts = route(commands, self._where, self.placement, grant)
         for r in range(1, self.comm.size):
             self.comm.send(RoundMessage(kind=Kind.ROUND, grant=grant,
                                         commands=tuple(parts.get(r, ()))), dest=r, tag=TAG_DOWN)
         local_error: BaseException | None = None
         own: list[list[Fact]] = []
-        promises: list[int] = []
+        promises: list[int | None] = []
         try:
-            if parts.get(_RIGID):
-                self.rigid.apply(parts[_RIGID])
-            own.append(self.rigid.advance(grant))
-            promises.append(self.rigid.promise())
-            if self.local is not None:
-                if parts.get(0):
-                    self.local.apply(parts[0])
-                own.append(self.local.advance(grant))
-                promises.append(self.local.promise())
+            for dest, ep in self.local.items():
+                if parts.get(dest):
+                    ep.apply(parts[dest])
+                own.append(ep.advance(grant))
+                promises.append(ep.promise())
         except Exception as exc:  # noqa: BLE001 - re-raised after the gather
             local_error = exc
         replies = self._receive_all()
@@ -130,33 +106,18 @@ class MpiAls:
         facts = merge_facts(own)
         for f in facts:
             if isinstance(f, AppCompleted):
-                r = self._where.get(f.job_id)
-                if r is not None and r != _RIGID:
-                    self._load[r].pop(f.job_id, None)
+                self.placement.ended(f.job_id)
         known = [p for p in promises if p is not None]
         self._wall += time.perf_counter() - t0
         return facts, min(known) if known else None
 
     def finish(self) -> AlsTotals:
         totals = self._stop()
-        loops: dict[int, object] = {}
-        chunk_events = apps = rollbacks = 0
         wall: dict[int, float] = {0: self._wall}
-        parts = list(totals[1:])
-        if self.local is not None:
-            parts.insert(0, AlsTotals(loops=self.local.results,
-                                      chunk_events=self.local.chunk_events,
-                                      apps=self.local.apps_started,
-                                      rollbacks=self.local.rollbacks))
         for rank, t in enumerate(totals[1:], start=1):
             wall[rank] = t.wall_s.get(rank, 0.0)
-        for t in parts:
-            loops.update(t.loops)
-            chunk_events += t.chunk_events
-            apps += t.apps
-            rollbacks += t.rollbacks
-        return AlsTotals(loops=dict(sorted(loops.items())), chunk_events=chunk_events,
-                         apps=apps, wall_s=wall, rollbacks=rollbacks)
+        parts = [ep.totals() for ep in self.local.values()] + list(totals[1:])
+        return merge_totals(parts, wall)
 
     def _receive_all(self) -> list:
         """One message from every ALS rank (index = rank; index 0 unused)."""
@@ -182,7 +143,7 @@ class MpiAls:
             self._stop()
 
 
-def serve(comm: MPI.Comm, make_apps: Callable[[], AppSimulator]) -> None:
+def serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint]) -> None:
     """The loop of an ALS rank for one co-simulation: answer rounds until the stop, running
     the apps ahead while rank 0 has nothing for this rank."""
     hello = comm.bcast(None, root=0)
@@ -191,13 +152,13 @@ def serve(comm: MPI.Comm, make_apps: Callable[[], AppSimulator]) -> None:
         error = f"ProtocolError: protocol {hello.version} asked, rank speaks {PROTOCOL_VERSION}"
     else:
         error = None
-    apps: AppSimulator | None = None
+    apps: Endpoint | None = None
     wall = 0.0
     while True:
         t0 = time.perf_counter()
         while not comm.Iprobe(source=0, tag=TAG_DOWN):
             busy = False
-            if apps is not None and error is None:
+            if apps is not None and error is None and hasattr(apps, "speculate"):
                 try:
                     busy = apps.speculate()
                 except Exception as exc:  # noqa: BLE001 - reported with the next reply
@@ -207,9 +168,14 @@ def serve(comm: MPI.Comm, make_apps: Callable[[], AppSimulator]) -> None:
         wall += time.perf_counter() - t0 if apps is not None else 0.0
         msg = comm.recv(source=0, tag=TAG_DOWN)
         if msg.kind == Kind.STOP:
-            totals = AlsTotals() if apps is None else AlsTotals(
-                loops=apps.results, chunk_events=apps.chunk_events, apps=apps.apps_started,
-                wall_s={comm.rank: wall}, rollbacks=apps.rollbacks)
+            totals = AlsTotals()
+            if apps is not None:
+                try:
+                    t = apps.totals()
+                    totals = AlsTotals(loops=t.loops, chunk_events=t.chunk_events, apps=t.apps,
+                                       wall_s={comm.rank: wall}, rollbacks=t.rollbacks)
+                except Exception:  # noqa: BLE001 - the run already failed; rank 0 reports it
+                    pass
             comm.send(totals, dest=0, tag=TAG_UP)
             return
         if error is not None:

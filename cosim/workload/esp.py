@@ -26,9 +26,15 @@ it). **In the SWF file** (`write_esp`, via `cosim.workload.swf_write`): field 4 
 field 8 = pes, field 9 = walltime, field 14 = the category's number 1..14 (A..M, Z), status 1,
 unknown fields -1, and one header comment per category, ``; CosimApp: 3 category=C
 app=mandelbrot priority=0 total_flop=6.8352e+13``, that `cosim.workload.swf.read_swf` turns
-back into category, app, priority and app_params; other SWF readers skip comments. The file
-depends only on (app, host type and count, seed, arrival, walltime factor): same inputs, same
-bytes.
+back into category, app, priority and app_params; other SWF readers skip comments.
+**Malleable** (``malleable=True``, ``cosim workload esp --malleable``; off by default): every
+job but the two Z jobs (which must run whole, at once) is ``kind="malleable"`` with PE bounds
+``min_pes = max(1, ceil(min_frac x pes))`` and ``max_pes = max(min_pes, floor(max_frac x
+pes))`` (`cosim.workload.marking.pe_bounds`; defaults 0.5 and 1.0: it may be halved and never
+grows beyond its request), written as ``kind=malleable min_frac=0.5 max_frac=1`` in the
+categories' CosimApp comments and ``malleable=1 min_frac=.. max_frac=..`` in ``CosimEsp``.
+The file depends only on (app, host type and count, seed, arrival, walltime factor, and the
+malleable marks): same inputs, same bytes.
 """
 
 from __future__ import annotations
@@ -45,6 +51,9 @@ from cosim.core.rng import stream
 from cosim.errors import InputError
 from cosim.platform import Platform, load_platform
 from cosim.workload.jobs import Job
+from cosim.workload.marking import (
+    DEFAULT_MAX_FRAC, DEFAULT_MIN_FRAC, check_fracs, decimal_text, pe_bounds,
+)
 from cosim.workload.swf_write import write_jobs_swf
 
 __all__ = [
@@ -101,6 +110,8 @@ class EspWorkload:
         ``host_seconds / n_hosts`` in ticks (exact here: rounded to the nearest tick).
     initial_block:
         Non-Z jobs submitted at 0 (228 with arrival ``zero``).
+    malleable, min_frac, max_frac:
+        Whether the non-Z jobs are malleable, and their bounds relative to their PEs.
     """
 
     jobs: tuple[Job, ...]
@@ -116,6 +127,9 @@ class EspWorkload:
     host_seconds: int
     t_min: int
     initial_block: int
+    malleable: bool = False
+    min_frac: float = DEFAULT_MIN_FRAC
+    max_frac: float = DEFAULT_MAX_FRAC
 
 
 def _short(x: float) -> str:
@@ -153,6 +167,9 @@ def generate_esp(
     hosts: int | None = None,
     walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
     exclusion_ok: bool = False,
+    malleable: bool = False,
+    min_frac: float = DEFAULT_MIN_FRAC,
+    max_frac: float = DEFAULT_MAX_FRAC,
 ) -> EspWorkload:
     """Generate the ESP workload for a platform (rules in the module docstring).
 
@@ -175,6 +192,11 @@ def generate_esp(
     exclusion_ok:
         Mark every job as willing to give up hosts when asked (RCA exclusion requests,
         ``--rca full``; ``exclusion_ok=1`` in the CosimApp comments).
+    malleable:
+        Make every non-Z job malleable (``kind=malleable`` in the CosimApp comments).
+    min_frac, max_frac:
+        The malleable jobs' PE bounds relative to their PEs: ``0 < min_frac <= 1``,
+        ``max_frac >= min_frac`` (checked even when `malleable` is off).
 
     Returns
     -------
@@ -183,8 +205,8 @@ def generate_esp(
     Raises
     ------
     InputError
-        For an unknown app or arrival, a bad seed, host count or factor, or a platform whose
-        hosts differ.
+        For an unknown app or arrival, a bad seed, host count, factor or fraction, or a
+        platform whose hosts differ.
     """
     if app not in APPS:
         raise InputError(f"unknown ESP app {app!r} (known: {', '.join(APPS)})", field="app")
@@ -198,6 +220,7 @@ def generate_esp(
         raise InputError(f"must be a number >= 1, got {walltime_factor!r}",
                          field="walltime-factor")
     factor = Fraction(repr(float(walltime_factor)))   # 1.1 x 100 is 110, not 111
+    a, b = check_fracs(min_frac, max_frac)
     cores, speed = _host_type(platform)
     n = platform.n_hosts if hosts is None else hosts
     sizes = esp_sizes(n)
@@ -227,12 +250,16 @@ def generate_esp(
     jobs = []
     for job_id, (submit_s, is_z, _, t) in enumerate(rows, 1):
         h = sizes[t.category]
+        marks = {}
+        if malleable and not is_z:
+            lo, hi = pe_bounds(h * cores, min_frac=a, max_frac=b)
+            marks = {"kind": "malleable", "min_pes": lo, "max_pes": hi}
         jobs.append(Job(
             id=job_id, submit=submit_s * TICKS_PER_SECOND, hosts=h, pes=h * cores,
             walltime=math.ceil(factor * t.target_s) * TICKS_PER_SECOND,
             runtime=t.target_s * TICKS_PER_SECOND, app=app,
             app_params={"total_flop": _short(h * cores * t.target_s * speed)},
-            category=t.category, priority=is_z, exclusion_ok=exclusion_ok,
+            category=t.category, priority=is_z, exclusion_ok=exclusion_ok, **marks,
         ))
     t_min_s = t_min.numerator / t_min.denominator
     header = (
@@ -254,19 +281,23 @@ def generate_esp(
         ("MaxProcs", str(n * cores)),
         ("CosimEsp", (f"app={app} hosts={n} cores={cores} speed={_short(speed)} seed={seed} "
                       f"arrival={arrival} walltime_factor={walltime_factor:g} "
-                      f"initial_block={block}" + (" exclusion_ok=1" if exclusion_ok else ""))),
+                      f"initial_block={block}" + (" exclusion_ok=1" if exclusion_ok else "")
+                      + (f" malleable=1 min_frac={decimal_text(a)} max_frac={decimal_text(b)}"
+                         if malleable else ""))),
     )
     return EspWorkload(
         jobs=tuple(jobs), header=header, app=app, seed=seed, arrival=arrival,
         walltime_factor=float(walltime_factor), n_hosts=n, cores_per_host=cores,
         speed=speed, sizes=MappingProxyType(sizes), host_seconds=host_seconds,
-        t_min=round(t_min * TICKS_PER_SECOND), initial_block=block,
+        t_min=round(t_min * TICKS_PER_SECOND), initial_block=block, malleable=bool(malleable),
+        min_frac=float(min_frac), max_frac=float(max_frac),
     )
 
 
 def write_esp(path: str | os.PathLike[str], workload: EspWorkload) -> None:
     """Write `workload` as an SWF file (atomically; gzip if the name ends in ``.gz``)."""
-    write_jobs_swf(path, workload.jobs, header=workload.header)
+    write_jobs_swf(path, workload.jobs, header=workload.header,
+                   prefer_fracs=(workload.min_frac, workload.max_frac))
 
 
 def make_esp(
@@ -279,8 +310,12 @@ def make_esp(
     platform: str | os.PathLike[str] | Platform = "ib256",
     walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
     exclusion_ok: bool = False,
+    malleable: bool = False,
+    min_frac: float = DEFAULT_MIN_FRAC,
+    max_frac: float = DEFAULT_MAX_FRAC,
 ) -> EspWorkload:
-    """``cosim workload esp --app A --hosts N --seed S [--arrival esp|zero] -o OUT``.
+    """``cosim workload esp --app A --hosts N --seed S [--arrival esp|zero] [--malleable
+    [--min-frac X] [--max-frac Y]] -o OUT``.
 
     Loads `platform` (a builtin name, a file, or a `Platform`), generates with
     `generate_esp` and writes `out` with `write_esp`; returns the workload. Every bad argument
@@ -288,6 +323,7 @@ def make_esp(
     """
     plat = platform if isinstance(platform, Platform) else load_platform(platform)
     workload = generate_esp(app=app, platform=plat, seed=seed, arrival=arrival, hosts=hosts,
-                            walltime_factor=walltime_factor, exclusion_ok=exclusion_ok)
+                            walltime_factor=walltime_factor, exclusion_ok=exclusion_ok,
+                            malleable=malleable, min_frac=min_frac, max_frac=max_frac)
     write_esp(out, workload)
     return workload

@@ -26,15 +26,20 @@ the rates.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from cosim.errors import InputError
 
-__all__ = ["RuntimeModel", "IDEAL", "MODEL_NAMES", "PRESETS", "model_from_pairs"]
+__all__ = ["RuntimeModel", "IDEAL", "MODEL_NAMES", "EXACT_MODELS", "PRESETS", "model_from_pairs",
+           "model_pes", "table_time", "rate"]
 
 MODEL_NAMES = ("ideal", "worst", "amdahl", "table")
+#: Models whose progress is integer-exact (work units = PE-ticks, `model_pes` units per tick);
+#: the others progress at a float `rate`.
+EXACT_MODELS = frozenset(("ideal", "worst"))
 
 #: Named reconfiguration costs: ``none``; ``equi-5s`` (the 5 s stall per reconfiguration
 #: assumed by the equipartition study Kalé et al. cite); ``kale-platinum`` (the one measured
@@ -106,33 +111,114 @@ def model_from_pairs(pairs: Mapping[str, str], *, file: object = None,
                      line: int | None = None, field: str = "model") -> RuntimeModel:
     """A `RuntimeModel` from ``key=value`` strings: ``model`` (the name), ``f``, ``balance``,
     ``table`` (``p:time,...``), ``reconf_s``, ``reconf_pe_s`` and ``reconf`` (a preset name
-    of `PRESETS`, which sets ``reconf_s``). Unknown keys are the caller's business; bad
-    values raise `InputError` naming `file`, `line` and the key."""
-    kw: dict[str, object] = {}
-    key = field
+    of `PRESETS`, which sets ``reconf_s``). Unknown keys are the caller's business; a bad
+    value raises `InputError` naming `file`, `line` and the key as field (`field` only for a
+    problem no single key causes): an unknown model or preset; a number that is not a finite
+    decimal number in range (``f`` in [0, 1), costs >= 0, table times > 0); ``f`` without
+    ``model=amdahl``, ``balance`` without ``model=amdahl`` or ``table``, ``table`` without
+    ``model=table`` and the converse (a key the model would ignore is a mistake); both
+    ``reconf`` and ``reconf_s``."""
+    import math
+
+    def bad(key: str, problem: str) -> InputError:
+        return InputError(problem, file=file, line=line, field=key)
+
+    def number(key: str, what: str, below: float = math.inf) -> float:
+        """The value of `key`: a finite number >= 0 and < `below`."""
+        try:
+            x = float(pairs[key])
+        except ValueError:
+            x = math.nan
+        if not (math.isfinite(x) and 0 <= x < below):
+            raise bad(key, f"must be a number {what}, got {pairs[key]!r}")
+        return x
+
+    name = pairs.get("model", "ideal")
+    if name not in MODEL_NAMES:
+        raise bad("model", f"unknown runtime model {name!r} (known: "
+                           f"{', '.join(sorted(MODEL_NAMES))})")
+    kw: dict[str, object] = {"name": name}
+    if "f" in pairs:
+        kw["f"] = number("f", "in [0, 1)", below=1.0)
+        if name != "amdahl":
+            raise bad("f", f"the serial fraction f needs model=amdahl (model is {name})")
+    if "balance" in pairs:
+        kw["balance"] = pairs["balance"]
+        if pairs["balance"] not in ("dynamic", "static"):
+            raise bad("balance", f"must be dynamic or static, got {pairs['balance']!r}")
+        if name not in ("amdahl", "table"):
+            raise bad("balance", f"balance needs model=amdahl or model=table (model is {name})")
+    if "table" in pairs:
+        text = pairs["table"]
+        try:
+            table = _parse_table(text)
+        except ValueError:
+            table = ()
+        ps = [p for p, _ in table]
+        if not table or ps[0] < 1 or ps != sorted(set(ps)) \
+                or not all(math.isfinite(t) and t > 0 for _, t in table):
+            raise bad("table", "must be p:time pairs separated by commas, p integers >= 1 "
+                               f"ascending and distinct, times > 0, got {text!r}")
+        if name != "table":
+            raise bad("table", f"a speedup table needs model=table (model is {name})")
+        kw["table"] = table
+    elif name == "table":
+        raise bad("model", "model=table needs table=p:time,p:time,...")
+    for key in ("reconf_s", "reconf_pe_s"):
+        if key in pairs:
+            kw[key] = number(key, ">= 0 (seconds)")
+    if "reconf" in pairs:
+        preset = pairs["reconf"]
+        if preset not in PRESETS:
+            raise bad("reconf", f"unknown reconfiguration preset {preset!r} (known: "
+                                f"{', '.join(sorted(PRESETS))})")
+        if "reconf_s" in pairs:
+            raise bad("reconf", "give reconf or reconf_s, not both")
+        kw["reconf_s"] = PRESETS[preset]
     try:
-        if "model" in pairs:
-            key = "model"
-            kw["name"] = pairs["model"]
-        for k, conv in (("f", float), ("reconf_s", float), ("reconf_pe_s", float)):
-            if k in pairs:
-                key = k
-                kw[k] = conv(pairs[k])
-        if "balance" in pairs:
-            key = "balance"
-            kw["balance"] = pairs["balance"]
-        if "table" in pairs:
-            key = "table"
-            kw["table"] = _parse_table(pairs["table"])
-        if "reconf" in pairs:
-            key = "reconf"
-            if pairs["reconf"] not in PRESETS:
-                raise ValueError(f"unknown reconfiguration preset {pairs['reconf']!r} (known: "
-                                 f"{', '.join(sorted(PRESETS))})")
-            if "reconf_s" in pairs:
-                raise ValueError("give reconf or reconf_s, not both")
-            kw["reconf_s"] = PRESETS[pairs["reconf"]]
-        key = field if "model" not in pairs else "model"
         return RuntimeModel(**kw)  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise InputError(str(exc), file=file, line=line, field=key) from None
+    except ValueError as exc:     # not expected: every key was checked above
+        raise bad(field, str(exc)) from None
+
+
+# -- the rates ----------------------------------------------------------------------------------
+
+
+def model_pes(model: RuntimeModel, counts: Sequence[int]) -> int:
+    """The PE count ``p`` the model's speed depends on, for ``counts[h]`` PEs (each >= 1) on
+    each of the allocation's hosts: ``H x min_h u_h`` for ``worst`` and for ``amdahl`` or
+    ``table`` with ``balance="static"`` (the least-used host sets the pace), ``sum_h u_h``
+    otherwise (``ideal`` ignores `balance`: it rebalances by definition). For the exact
+    models it is also the work units (PE-ticks) done per tick."""
+    if model.name == "worst" or (model.balance == "static" and model.name != "ideal"):
+        return len(counts) * min(counts)
+    return sum(counts)
+
+
+def table_time(table: Sequence[tuple[int, float]], p: float) -> float:
+    """Time per unit of work on `p` PEs: `table` (``(p, time)`` pairs, p ascending)
+    interpolated linearly, held constant beyond its first and last points."""
+    if p <= table[0][0]:
+        return table[0][1]
+    if p >= table[-1][0]:
+        return table[-1][1]
+    i = bisect_right([q for q, _ in table], p)  # table[i - 1][0] <= p < table[i][0]
+    (p1, t1), (p2, t2) = table[i - 1], table[i]
+    return t1 + (t2 - t1) * (p - p1) / (p2 - p1)
+
+
+def rate(model: RuntimeModel, counts: Sequence[int], ref_counts: Sequence[int]) -> float:
+    """Speed on an allocation of ``counts`` PEs per host relative to the reference allocation
+    ``ref_counts`` (``spread_pes(P0, H0)``): exactly 1.0 on the reference.
+
+    ``ideal``/``worst``: ``p / p0`` (`model_pes` of each; the apps use the exact integer form
+    instead); ``amdahl``: ``S(p) / S(p0)``, computed as ``p (f p0 + 1 - f) / (p0 (f p + 1 - f))``
+    so that ``f = 0`` gives the correctly rounded ``p / p0``; ``table``: ``T(p0) / T(p)``.
+    """
+    p, p0 = model_pes(model, counts), model_pes(model, ref_counts)
+    if model.name == "amdahl":
+        f = model.f
+        return p * (f * p0 + (1.0 - f)) / (p0 * (f * p + (1.0 - f)))
+    if model.name == "table":
+        return table_time(model.table, p0) / table_time(model.table, p)
+    return p / p0

@@ -36,7 +36,19 @@ App information travels in header comments ``; CosimApp: E category=C app=psia p
 total_flop=6.8352e+13`` (`COSIM_APP_KEY`): the job lines whose field 14 (executable number)
 is ``E`` get that category, app, priority (default ``""``, ``rigid``, 0) and every other
 ``key=value`` as ``app_params``; other SWF readers skip comments and still read the jobs.
-Jobs are returned sorted by ``(submit, id)``.
+(6) The same comment marks the class moldable or malleable (spec malleability.md §4.6, §4.7;
+these keys never reach ``app_params``): ``kind=rigid|moldable|malleable|evolving`` (default
+rigid); PE bounds ``min_pes=``/``max_pes=`` (integers >= 1, absolute) or ``min_frac=``/
+``max_frac=`` (decimal numbers, ``0 < min_frac <= 1``, ``max_frac > 0``, relative to each
+job's PEs: ``min_pes = max(1, ceil(min_frac x pes))``, ``max_pes = max(min_pes, floor(max_frac
+x pes))``, exact; `cosim.workload.marking.pe_bounds`), at most one of each pair, only with kind
+moldable or malleable (rigid and evolving jobs run on exactly their PEs), a bound given neither
+way being the job's PEs; the runtime model ``model=ideal|worst|amdahl|table`` with ``f=``,
+``balance=``, ``table=p:t,p:t``, ``reconf_s=``, ``reconf_pe_s=``, ``reconf=PRESET``
+(`cosim.workload.runtime_models.model_from_pairs`). ``min_pes > max_pes``, in the comment or
+once a job's PEs are known (the message then names the job), is an error. A bad comment
+raises `InputError` ``FILE:LINE: field KEY: problem`` (``field CosimApp`` for its syntax and
+the keys of (5)). Jobs are returned sorted by ``(submit, id)``.
 """
 
 from __future__ import annotations
@@ -44,23 +56,27 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import io
+import math
 import os
 import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
 from types import MappingProxyType
 from typing import Literal
 
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.errors import InputError
-from cosim.workload.jobs import Job
+from cosim.workload.jobs import KINDS, Job
+from cosim.workload.marking import MARKABLE_KINDS, decimal_text, pe_bounds
+from cosim.workload.runtime_models import IDEAL, RuntimeModel, model_from_pairs
 
 __all__ = [
     "FIELD_NAMES", "N_FIELDS", "COSIM_APP_KEY", "SwfRecord", "SwfReader", "SwfWorkload",
     "AppInfo", "iter_swf_records", "read_swf", "header_values", "parse_cosim_app",
-    "seconds_to_ticks",
+    "seconds_to_ticks", "MARK_KEYS", "MODEL_KEYS",
 ]
 
 #: The 18 SWF fields, in order (field N is ``FIELD_NAMES[N - 1]``), named as in the SWF spec.
@@ -73,6 +89,9 @@ FIELD_NAMES: tuple[str, ...] = (
 N_FIELDS = 18
 #: Header key of the comment lines that carry a job's app, category, priority and parameters.
 COSIM_APP_KEY = "CosimApp"
+#: CosimApp keys of a job's kind and PE bounds, and of its runtime model (not app parameters).
+MARK_KEYS = ("kind", "min_pes", "max_pes", "min_frac", "max_frac")
+MODEL_KEYS = ("model", "f", "balance", "table", "reconf_s", "reconf_pe_s", "reconf")
 
 # 0-based indices of the fields used here.
 _JOB, _SUBMIT, _RUN, _ALLOC, _REQ_PROCS, _REQ_TIME, _STATUS = 0, 1, 3, 4, 7, 8, 10
@@ -103,13 +122,24 @@ class SwfRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AppInfo:
-    """What a ``; CosimApp:`` comment says about the jobs with one executable number."""
+    """What a ``; CosimApp:`` comment says about the jobs with one executable number.
+
+    `min_pes`/`max_pes` are absolute bounds (0: not given), `min_frac`/`max_frac` bounds
+    relative to each job's PEs (None: not given); at most one of each pair is set, and only
+    for kind moldable or malleable (`cosim.workload.marking.pe_bounds` applies them).
+    """
 
     category: str = ""
     app: str = "rigid"
     priority: int = 0
     exclusion_ok: bool = False
     params: tuple[tuple[str, str], ...] = ()
+    kind: Literal["rigid", "moldable", "malleable", "evolving"] = "rigid"
+    min_pes: int = 0
+    max_pes: int = 0
+    min_frac: Fraction | None = None
+    max_frac: Fraction | None = None
+    model: RuntimeModel = IDEAL
 
 
 def _open_text(path: str) -> io.TextIOWrapper:
@@ -312,9 +342,10 @@ def parse_cosim_app(value: str, *, file: str | None = None,
     Raises
     ------
     InputError
-        If the number is missing or not an integer, a token is not ``key=value``, a key
-        repeats, ``priority`` is not an integer, ``exclusion_ok`` is not 0 or 1 (the job's
-        hint for RCA exclusion requests) or ``app`` is not a known app model.
+        ``field CosimApp`` if the number is missing or not an integer, a token is not
+        ``key=value``, a key repeats, ``priority`` is not an integer, ``exclusion_ok`` is not
+        0 or 1 (the job's hint for RCA exclusion requests) or ``app`` is not a known app
+        model; ``field KEY`` for a bad kind, bound or model key (module docstring, (6)).
     """
     from cosim.workload.apps import MODELS
 
@@ -342,8 +373,50 @@ def parse_cosim_app(value: str, *, file: str | None = None,
     excl = info.pop("exclusion_ok", "0")
     if excl not in ("0", "1"):
         raise bad(f"exclusion_ok must be 0 or 1, got {excl!r}")
+    marks = {k: info.pop(k) for k in MARK_KEYS if k in info}
+    model_pairs = {k: info.pop(k) for k in MODEL_KEYS if k in info}
+    bounds = _parse_bounds(marks, file, line)
+    model = model_from_pairs(model_pairs, file=file, line=line) if model_pairs else IDEAL
     return int(tokens[0]), AppInfo(category=category, app=app, priority=int(prio),
-                                   exclusion_ok=excl == "1", params=tuple(info.items()))
+                                   exclusion_ok=excl == "1", params=tuple(info.items()),
+                                   model=model, **bounds)
+
+
+def _parse_bounds(marks: dict[str, str], file: str | None, line: int | None) -> dict:
+    """The `AppInfo` fields of the ``kind`` and bound keys of a CosimApp comment, validated."""
+    def bad(key: str, problem: str) -> InputError:
+        return InputError(problem, file=file, line=line, field=key)
+
+    kind = marks.get("kind", "rigid")
+    if kind not in KINDS:
+        raise bad("kind", f"unknown kind {kind!r} (known: {', '.join(sorted(KINDS))})")
+    out: dict[str, object] = {"kind": kind}
+    for key in MARK_KEYS[1:]:
+        if key in marks and kind not in MARKABLE_KINDS:
+            raise bad(key, f"kind {kind} has no PE bounds (such a job runs on exactly its "
+                           "PEs); give kind=moldable or kind=malleable")
+    for key in ("min_pes", "max_pes"):
+        if key in marks:
+            text = marks[key]
+            if not (re.fullmatch(r"[0-9]+", text) and int(text) >= 1):
+                raise bad(key, f"must be an integer >= 1, got {text!r}")
+            out[key] = int(text)
+    for key, what in (("min_frac", "in (0, 1]"), ("max_frac", "> 0")):
+        if key in marks:
+            text = marks[key]
+            # float() first: it bounds the exponent before Fraction() computes exactly.
+            ok = text.isascii() and _NUMBER.fullmatch(text) and math.isfinite(float(text))
+            x = Fraction(text) if ok else None
+            if x is None or not (0 < x <= 1 if key == "min_frac" else x > 0):
+                raise bad(key, f"must be a number {what}, got {text!r}")
+            out[key] = x
+    for end in ("min", "max"):
+        if f"{end}_pes" in marks and f"{end}_frac" in marks:
+            raise bad(f"{end}_frac", f"give {end}_pes or {end}_frac, not both")
+    for lo, hi in (("min_pes", "max_pes"), ("min_frac", "max_frac")):
+        if lo in out and hi in out and out[lo] > out[hi]:  # type: ignore[operator]
+            raise bad(lo, f"{lo} {marks[lo]} > {hi} {marks[hi]}")
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -481,8 +554,8 @@ def read_swf(
     header = tuple(reader.header)
     apps = _app_infos(reader)
     if apps:
-        jobs = [_with_app(j, apps) for j in jobs]
-        rejected = [_with_app(j, apps) for j in rejected]
+        jobs = [_with_app(j, apps, reader.path) for j in jobs]
+        rejected = [_with_app(j, apps, reader.path) for j in rejected]
     jobs.sort(key=lambda j: (j.submit, j.id))
     rejected.sort(key=lambda j: (j.submit, j.id))
     if warn is not None and max_hosts is not None:
@@ -500,23 +573,56 @@ def read_swf(
     )
 
 
-def _app_infos(reader: SwfReader) -> dict[int, AppInfo]:
-    out: dict[int, AppInfo] = {}
+def _app_infos(reader: SwfReader) -> dict[int, tuple[AppInfo, int]]:
+    """Executable number -> (what its CosimApp comment says, the comment's line)."""
+    out: dict[int, tuple[AppInfo, int]] = {}
     for (key, value), line in zip(reader.header, reader.header_lines, strict=True):
         if key == COSIM_APP_KEY:
             exe, info = parse_cosim_app(value, file=reader.path, line=line)
             if exe in out:
                 raise InputError(f"executable number {exe} described twice", file=reader.path,
                                  line=line, field=COSIM_APP_KEY)
-            out[exe] = info
+            out[exe] = (info, line)
     return out
 
 
-def _with_app(job: Job, apps: dict[int, AppInfo]) -> Job:
+def _with_app(job: Job, apps: dict[int, tuple[AppInfo, int]], path: str) -> Job:
     assert job.swf is not None
-    info = apps.get(int(job.swf[_EXE]))
-    if info is None:
+    entry = apps.get(int(job.swf[_EXE]))
+    if entry is None:
         return job
+    info, line = entry
+    lo = hi = 0
+    if info.kind in MARKABLE_KINDS:
+        lo, hi = pe_bounds(job.pes, min_pes=info.min_pes, max_pes=info.max_pes,
+                           min_frac=info.min_frac, max_frac=info.max_frac)
+        if lo > hi:
+            raise InputError(_bounds_problem(job, info, lo, hi), file=path, line=line,
+                             field=_bounds_key(info))
     return dataclasses.replace(job, category=info.category, app=info.app,
                                priority=info.priority, exclusion_ok=info.exclusion_ok,
-                               app_params=dict(info.params))
+                               app_params=dict(info.params), kind=info.kind, min_pes=lo,
+                               max_pes=hi, model=info.model)
+
+
+def _bounds_key(info: AppInfo) -> str:
+    """The key an empty PE range of `info` is reported under: the minimum's, if given."""
+    if info.min_pes:
+        return "min_pes"
+    if info.min_frac is not None:
+        return "min_frac"
+    return "max_pes"     # only an absolute maximum can fall below a job's own PEs
+
+
+def _bounds_problem(job: Job, info: AppInfo, lo: int, hi: int) -> str:
+    """Why `job` gets ``min_pes`` `lo` > ``max_pes`` `hi` from `info`."""
+    def origin(end: str, value: int) -> str:
+        if getattr(info, f"{end}_pes"):
+            return f"{end}_pes {value}"
+        frac = getattr(info, f"{end}_frac")
+        if frac is not None:
+            rnd = "ceil" if end == "min" else "floor"
+            return f"{end}_pes {value} (= {rnd}({end}_frac {decimal_text(frac)} x {job.pes}))"
+        return f"{end}_pes {value} (= pes: no {end}_pes or {end}_frac given)"
+
+    return f"job {job.id} (pes {job.pes}): {origin('min', lo)} > {origin('max', hi)}"

@@ -14,7 +14,18 @@ carry any (category, app other than ``rigid``, app_params, priority other than 0
 ``; CosimApp: E category=.. app=.. priority=.. key=value ..`` lines (`cosim.workload.swf`
 reads them back), one per distinct combination, numbered in sorted order of (category, app,
 priority, params) from one above the largest executable number of the other jobs (so an ESP
-workload's categories A..M, Z get 1..14), and that number in field 14. **A workload line**
+workload's categories A..M, Z get 1..14), and that number in field 14. A job's kind and
+runtime model travel in the same line (keys of `cosim.workload.swf`, written only when not
+the defaults: ``kind=`` unless rigid, the model's keys unless `IDEAL`; each model parameter
+only when not its default), so a workload of rigid jobs is written as before. A moldable or
+malleable job always gets both bounds, as fractions where a fraction reproduces them
+(``min_frac=0.5 max_frac=1``), else as ``min_pes=``/``max_pes=``: the jobs of one class
+(same line but for the bounds) are grouped, one line per group: their distinct ``(pes,
+min_pes, max_pes)``, in ascending order, each join the first group whose bounds one pair of
+keys still reproduces (first fit), else a new one; a fraction is the first of
+``prefer_fracs``, the defaults 0.5/1.0, then the shortest decimal (nearest the middle of the
+allowed range, the lower on a tie) that gives every job of the group its bounds by the rule
+of `cosim.workload.marking.pe_bounds`, with ``min_frac <= max_frac``. **A workload line**
 (`write_jobs_swf`) takes each field the `Job` carries from the Job (1 id, 2 submit, 4 run
 time, 8 processors = pes, 9 walltime, 12 user, 13 group, 15 queue, 16 partition), except that
 the raw value of `Job.swf` is kept wherever it still reads back to the Job's value (``-1`` in
@@ -33,15 +44,21 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.core.files import atomic_open
 from cosim.workload.jobs import Job, JobOutcome
-from cosim.workload.swf import COSIM_APP_KEY, N_FIELDS, seconds_to_ticks
+from cosim.workload.marking import (
+    DEFAULT_MAX_FRAC, DEFAULT_MIN_FRAC, MARKABLE_KINDS, check_fracs, decimal_text,
+)
+from cosim.workload.runtime_models import IDEAL, RuntimeModel
+from cosim.workload.swf import COSIM_APP_KEY, MARK_KEYS, MODEL_KEYS, N_FIELDS, seconds_to_ticks
 
 __all__ = ["Header", "write_jobs_swf", "write_swf", "format_ticks", "format_value"]
 
@@ -50,7 +67,8 @@ Header = Mapping[str, str | Sequence[str]] | Sequence[tuple[str, str]]
 
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _STATUS = {"completed": 1, "killed": 0, "rejected": 5}
-_DEFAULT_INFO: tuple = ("", "rigid", 0, False, ())
+_DEFAULT_INFO: tuple = ("", "rigid", 0, False, (), "rigid", ())
+_RESERVED = frozenset(("category", "app", "priority", "exclusion_ok", *MARK_KEYS, *MODEL_KEYS))
 _SCHEDULE_NOTE = ("simulated schedule written by cosim: wait = start - submit, run time = "
                   "end - start, allocated processors = hosts x cores per host; status 1 "
                   "completed, 0 killed at its requested time, 5 rejected (never started)")
@@ -93,30 +111,166 @@ def _set(pairs: list[tuple[str, str]], key: str, value: str, *, at: int | None =
         pairs.insert(len(pairs) if at is None else at, (key, value))
 
 
+def _model_tokens(model: RuntimeModel) -> tuple[str, ...]:
+    """The CosimApp keys of a runtime model: none for `IDEAL`, else each non-default one."""
+    if model == IDEAL:
+        return ()
+    out = [f"model={model.name}"] if model.name != "ideal" else []
+    if model.f:
+        out.append(f"f={format_value(model.f)}")
+    if model.balance != "dynamic":
+        out.append(f"balance={model.balance}")
+    if model.table:
+        out.append("table=" + ",".join(f"{p}:{format_value(t)}" for p, t in model.table))
+    out += [f"{k}={format_value(v)}" for k, v in (("reconf_s", model.reconf_s),
+                                                  ("reconf_pe_s", model.reconf_pe_s)) if v]
+    return tuple(out)
+
+
 def _info(job: Job) -> tuple:
+    """Everything a CosimApp line says about `job` but its PE bounds."""
     return (job.category, job.app, job.priority, job.exclusion_ok,
-            tuple(sorted(job.app_params.items())))
+            tuple(sorted(job.app_params.items())), job.kind, _model_tokens(job.model))
 
 
-def _app_numbers(jobs: Sequence[Job]) -> dict[tuple, int]:
-    infos = sorted({i for i in map(_info, jobs) if i != _DEFAULT_INFO})
-    if not infos:
-        return {}
-    base = max((int(j.swf[13]) for j in jobs if j.swf is not None and _info(j) == _DEFAULT_INFO),
-               default=0)
-    return {info: max(base, 0) + 1 + k for k, info in enumerate(infos)}
+def _key(job: Job) -> tuple | None:
+    """What selects the CosimApp line of `job` (None: no line, its raw field 14 is kept)."""
+    info = _info(job)
+    if info == _DEFAULT_INFO:
+        return None
+    return (info, job.pes, job.min_pes, job.max_pes) if job.kind in MARKABLE_KINDS else (info,)
+
+
+def _pick(lo: Fraction, lo_open: bool, hi: Fraction, hi_open: bool,
+          prefer: Sequence[Fraction]) -> Fraction:
+    """A short decimal in the non-empty interval from `lo` to `hi` (each end open or
+    closed): the first of `prefer` inside, else the shortest, nearest the middle (the lower
+    of two)."""
+    for x in prefer:
+        if (lo < x if lo_open else lo <= x) and (x < hi if hi_open else x <= hi):
+            return x
+    for digits in range(64):
+        scale = 10**digits
+        first = math.floor(lo * scale) + 1 if lo_open else math.ceil(lo * scale)
+        last = math.ceil(hi * scale) - 1 if hi_open else math.floor(hi * scale)
+        if first <= last:
+            mid = (lo + hi) * scale / 2
+            return Fraction(min(range(first, last + 1), key=lambda k: (abs(k - mid), k)), scale)
+    raise AssertionError(f"no short decimal between {lo} and {hi}")
+
+
+class _Bounds:
+    """The PE bounds of a group of jobs of one class, and the keys that can reproduce them.
+
+    Each job ``(P, M, X)`` allows ``min_frac`` in ``((M - 1)/P, M/P]`` (and <= 1) and
+    ``max_frac`` in ``[X/P, (X + 1)/P)``, or in ``(0, (M + 1)/P)`` when ``X == M`` (the
+    maximum is raised to the minimum); a group keeps the intersections, and the common
+    absolute bound (None once two jobs differ)."""
+
+    __slots__ = ("triples", "min_lo", "min_hi", "max_lo", "max_hi", "abs_min", "abs_max")
+
+    def __init__(self, pes: int, lo: int, hi: int) -> None:
+        self.triples = [(pes, lo, hi)]
+        self.min_lo, self.min_hi = Fraction(lo - 1, pes), min(Fraction(lo, pes), Fraction(1))
+        self.max_lo = Fraction(0) if hi == lo else Fraction(hi, pes)
+        self.max_hi = Fraction(hi + 1, pes)
+        self.abs_min: int | None = lo
+        self.abs_max: int | None = hi
+
+    def merged(self, other: _Bounds) -> _Bounds | None:
+        """The group of both, or None if no pair of keys reproduces its bounds."""
+        g = _Bounds.__new__(_Bounds)
+        g.triples = self.triples + other.triples
+        g.min_lo, g.min_hi = max(self.min_lo, other.min_lo), min(self.min_hi, other.min_hi)
+        g.max_lo, g.max_hi = max(self.max_lo, other.max_lo), min(self.max_hi, other.max_hi)
+        g.abs_min = self.abs_min if self.abs_min == other.abs_min else None
+        g.abs_max = self.abs_max if self.abs_max == other.abs_max else None
+        if (g.min_lo < g.min_hi or g.abs_min is not None) and \
+                (g.max_lo < g.max_hi or g.abs_max is not None):
+            return g
+        return None
+
+    def tokens(self, prefer_min: Sequence[Fraction],
+               prefer_max: Sequence[Fraction]) -> tuple[str, str]:
+        """The ``min_*`` and ``max_*`` keys of the group, fractions preferred."""
+        a: Fraction | None = None
+        if self.min_lo < self.min_hi:
+            a = _pick(self.min_lo, True, self.min_hi, False, prefer_min)
+            low = f"min_frac={decimal_text(a)}"
+        else:
+            low = f"min_pes={self.abs_min}"
+        if self.max_lo < self.max_hi:
+            # max_frac > 0 (0 is an open end), and >= min_frac when both are fractions: the
+            # interval stays non-empty, as every job's max_hi exceeds its M/P >= a.
+            lo = self.max_lo if a is None else max(self.max_lo, a)
+            b = _pick(lo, lo == 0, self.max_hi, True, prefer_max)
+            high = f"max_frac={decimal_text(b)}"
+        else:
+            high = f"max_pes={self.abs_max}"
+        return low, high
+
+
+def _bound_groups(triples: Iterable[tuple[int, int, int]], prefer_min: Sequence[Fraction],
+                  prefer_max: Sequence[Fraction]) -> dict[tuple[int, int, int], tuple[str, str]]:
+    """``(pes, min_pes, max_pes)`` -> the bound keys of its group (first fit, ascending)."""
+    groups: list[_Bounds] = []
+    for t in sorted(triples):
+        one = _Bounds(*t)
+        for i, g in enumerate(groups):
+            both = g.merged(one)
+            if both is not None:
+                groups[i] = both
+                break
+        else:
+            groups.append(one)
+    out = {}
+    for g in groups:
+        keys = g.tokens(prefer_min, prefer_max)
+        out.update((t, keys) for t in g.triples)
+    return out
+
+
+def _app_table(jobs: Sequence[Job], prefer_fracs: tuple[float, float] | None
+               ) -> tuple[list[int | None], list[str]]:
+    """The CosimApp executable number of each job (None: no line, keep its raw field 14), and
+    the CosimApp lines in number order."""
+    keys = [_key(j) for j in jobs]
+    classes: dict[tuple, set[tuple[int, int, int]]] = {}
+    for k in keys:
+        if k is not None:
+            classes.setdefault(k[0], set()).update([k[1:]] if len(k) > 1 else [])
+    if not classes:
+        return [None] * len(jobs), []
+    prefer = [] if prefer_fracs is None else [check_fracs(*prefer_fracs)]
+    prefer.append(check_fracs(DEFAULT_MIN_FRAC, DEFAULT_MAX_FRAC))
+    prefer_min, prefer_max = [a for a, _ in prefer] + [Fraction(1)], [b for _, b in prefer]
+    line_of: dict[tuple, tuple] = {}
+    for info, triples in classes.items():
+        *head, kind, model = info
+        kind_key = () if kind == "rigid" else (f"kind={kind}",)
+        if kind in MARKABLE_KINDS:
+            for t, bounds in _bound_groups(triples, prefer_min, prefer_max).items():
+                line_of[(info, *t)] = (*head, (*kind_key, *bounds, *model))
+        else:
+            line_of[(info,)] = (*head, (*kind_key, *model))
+    base = max((int(j.swf[13]) for j, k in zip(jobs, keys, strict=True)
+                if j.swf is not None and k is None), default=0)
+    numbers = {li: max(base, 0) + 1 + n for n, li in enumerate(sorted(set(line_of.values())))}
+    return ([None if k is None else numbers[line_of[k]] for k in keys],
+            [_app_line(num, li) for li, num in numbers.items()])
 
 
 def _app_line(number: int, info: tuple) -> str:
-    category, app, priority, exclusion_ok, params = info
+    category, app, priority, exclusion_ok, params, extra = info
     tokens = [f"{number}", f"category={category}", f"app={app}", f"priority={priority}"]
     if exclusion_ok:
         tokens.append("exclusion_ok=1")
+    tokens += extra
     for key, value in params:
         if not key or "=" in key or any(c.isspace() for c in key + value):
             raise ValueError(f"app parameter {key}={value!r} cannot travel in an SWF comment "
                              "(no spaces, no '=' in the key)")
-        if key in ("category", "app", "priority", "exclusion_ok"):
+        if key in _RESERVED:
             raise ValueError(f"app parameter name {key!r} is reserved")
         tokens.append(f"{key}={value}")
     if any(c.isspace() or c == "=" for c in category + app):
@@ -135,7 +289,7 @@ def _header_text(pairs: list[tuple[str, str]]) -> str:
     return out.getvalue()
 
 
-def _build_header(header: Header, n: int, apps: dict[tuple, int],
+def _build_header(header: Header, n: int, apps: list[str],
                   schedule: bool) -> list[tuple[str, str]]:
     pairs = [(k, v) for k, v in _pairs(header) if k != COSIM_APP_KEY]
     _set(pairs, "Version", "2.2", at=0)
@@ -144,7 +298,7 @@ def _build_header(header: Header, n: int, apps: dict[tuple, int],
         pairs.append(("Note", _SCHEDULE_NOTE))
     _set(pairs, "MaxJobs", str(n))
     _set(pairs, "MaxRecords", str(n))
-    pairs.extend((COSIM_APP_KEY, _app_line(num, info)) for info, num in apps.items())
+    pairs.extend((COSIM_APP_KEY, text) for text in apps)
     return pairs
 
 
@@ -152,7 +306,7 @@ def _raw(job: Job, i: int, default: float = -1) -> float:
     return default if job.swf is None else job.swf[i]
 
 
-def _job_fields(job: Job, apps: dict[tuple, int]) -> list[str]:
+def _job_fields(job: Job, exe: int | None) -> list[str]:
     """The 18 fields of a workload line (rules in the module docstring)."""
     raw = job.swf
     f = [format_value(v) for v in raw] if raw is not None else ["-1"] * N_FIELDS
@@ -171,13 +325,12 @@ def _job_fields(job: Job, apps: dict[tuple, int]) -> list[str]:
         f[10] = "1"
     f[11], f[12], f[14], f[15] = (str(job.user), str(job.group), str(job.queue),
                                   str(job.partition))
-    info = _info(job)
-    if info != _DEFAULT_INFO:
-        f[13] = str(apps[info])
+    if exe is not None:
+        f[13] = str(exe)
     return f
 
 
-def _outcome_fields(out: JobOutcome, apps: dict[tuple, int], cores_per_host: int) -> list[str]:
+def _outcome_fields(out: JobOutcome, exe: int | None, cores_per_host: int) -> list[str]:
     """The 18 fields of a schedule line (rules in the module docstring)."""
     job = out.job
     if out.status not in _STATUS:
@@ -190,8 +343,8 @@ def _outcome_fields(out: JobOutcome, apps: dict[tuple, int], cores_per_host: int
                              f"start={out.start} end={out.end}")
         wait, run = format_ticks(out.start - job.submit), format_ticks(out.end - out.start)
         alloc = str(len(out.hosts) * cores_per_host)
-    info = _info(job)
-    exe = apps[info] if info != _DEFAULT_INFO else int(_raw(job, 13))
+    if exe is None:
+        exe = int(_raw(job, 13))
     return [
         str(job.id), format_ticks(job.submit), wait, run, alloc, "-1", "-1", str(job.pes),
         format_ticks(job.walltime), format_value(_raw(job, 9)), str(_STATUS[out.status]),
@@ -209,7 +362,7 @@ def _write_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 
 def write_jobs_swf(path: str | os.PathLike[str], jobs: Iterable[Job], *,
-                   header: Header = ()) -> None:
+                   header: Header = (), prefer_fracs: tuple[float, float] | None = None) -> None:
     """Write a workload (jobs not yet simulated) as SWF v2.2.
 
     Parameters
@@ -221,6 +374,11 @@ def write_jobs_swf(path: str | os.PathLike[str], jobs: Iterable[Job], *,
     header:
         Header comments (e.g. `SwfWorkload.header`); see the module docstring for the keys the
         writer sets.
+    prefer_fracs:
+        ``(min_frac, max_frac)`` to write the PE bounds of moldable and malleable jobs with
+        wherever they reproduce them (pass those the jobs were marked with, e.g. by
+        `cosim.workload.marking.mark_malleable`); only the text of the CosimApp lines depends
+        on it, never what reads back.
 
     Raises
     ------
@@ -228,19 +386,20 @@ def write_jobs_swf(path: str | os.PathLike[str], jobs: Iterable[Job], *,
         If the file cannot be written.
     ValueError
         For a header key that is not one word, or app information that cannot be written in
-        a comment (spaces, ``=`` in a key).
+        a comment (spaces, ``=`` in a key, a reserved key such as ``kind`` as app parameter).
     """
     ordered = sorted(jobs, key=lambda j: (j.submit, j.id))
-    apps = _app_numbers(ordered)
+    exes, apps = _app_table(ordered, prefer_fracs)
     buf = io.StringIO()
     buf.write(_header_text(_build_header(header, len(ordered), apps, schedule=False)))
-    for job in ordered:
-        buf.write(" ".join(_job_fields(job, apps)) + "\n")
+    for job, exe in zip(ordered, exes, strict=True):
+        buf.write(" ".join(_job_fields(job, exe)) + "\n")
     _write_atomic(path, buf.getvalue())
 
 
 def write_swf(path: str | os.PathLike[str], outcomes: Iterable[JobOutcome], *,
-              header: Header = (), cores_per_host: int = 1) -> None:
+              header: Header = (), cores_per_host: int = 1,
+              prefer_fracs: tuple[float, float] | None = None) -> None:
     """Write a simulated schedule as SWF v2.2, one line per job outcome.
 
     Parameters
@@ -257,6 +416,8 @@ def write_swf(path: str | os.PathLike[str], outcomes: Iterable[JobOutcome], *,
         conventions of the file is appended.
     cores_per_host:
         PEs per host, for the allocated-processors field.
+    prefer_fracs:
+        As for `write_jobs_swf`.
 
     Raises
     ------
@@ -266,9 +427,9 @@ def write_swf(path: str | os.PathLike[str], outcomes: Iterable[JobOutcome], *,
         For an outcome with an unknown status or inconsistent times, or a bad header key.
     """
     ordered = sorted(outcomes, key=lambda o: (o.job.submit, o.job.id))
-    apps = _app_numbers([o.job for o in ordered])
+    exes, apps = _app_table([o.job for o in ordered], prefer_fracs)
     buf = io.StringIO()
     buf.write(_header_text(_build_header(header, len(ordered), apps, schedule=True)))
-    for out in ordered:
-        buf.write(" ".join(_outcome_fields(out, apps, cores_per_host)) + "\n")
+    for out, exe in zip(ordered, exes, strict=True):
+        buf.write(" ".join(_outcome_fields(out, exe, cores_per_host)) + "\n")
     _write_atomic(path, buf.getvalue())

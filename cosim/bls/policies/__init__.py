@@ -1,6 +1,9 @@
-"""The registries of batch-level policies: priority orders, backfilling, host selection.
+"""The registries of batch-level policies: priority orders, backfilling, host selection, dynamic.
 
-One module per policy defines a `POLICY` record; the three tables below map names to them.
+One module per policy defines a `POLICY` record; the four tables below map names to them
+(`DYNAMICS` holds the dynamic policies: the malleable ones chosen with ``--malleable`` and
+RCA's exclusion requests; ``none`` is no malleable policy). The CLI offers the names of these
+tables, so a new module registered here is a new choice everywhere.
 Lookup is case-insensitive and accepts ``_`` for ``-`` (``first_fit``); an unknown name fails
 with an `InputError` listing the sorted known names. The contract (what a policy sees and
 returns) is in `cosim.bls.policies.base`.
@@ -15,13 +18,17 @@ from cosim.bls.policies import (
     conservative,
     contiguous,
     easy,
+    equipartition,
     fcfs,
     first_fit,
     none,
+    rca_exclusion,
     sjf,
 )
 from cosim.bls.policies.base import (
     BackfillPolicy,
+    DynamicPolicy,
+    DynamicView,
     PassView,
     Plan,
     PriorityPolicy,
@@ -31,8 +38,9 @@ from cosim.bls.policies.base import (
 )
 from cosim.errors import InputError
 
-__all__ = ["PRIORITIES", "BACKFILLS", "SELECTIONS", "priority", "backfill", "selection",
-           "PassView", "Plan", "PriorityPolicy", "BackfillPolicy", "SelectionPolicy",
+__all__ = ["PRIORITIES", "BACKFILLS", "SELECTIONS", "DYNAMICS", "priority", "backfill",
+           "selection", "dynamic", "malleable_names", "PassView", "DynamicView", "Plan",
+           "PriorityPolicy", "BackfillPolicy", "SelectionPolicy", "DynamicPolicy",
            "expected_end", "overran"]
 
 PRIORITIES: Mapping[str, PriorityPolicy] = {m.POLICY.name: m.POLICY for m in (fcfs, sjf)}
@@ -41,6 +49,9 @@ BACKFILLS: Mapping[str, BackfillPolicy] = {
 }
 SELECTIONS: Mapping[str, SelectionPolicy] = {
     m.POLICY.name: m.POLICY for m in (first_fit, contiguous, best_fit)
+}
+DYNAMICS: Mapping[str, DynamicPolicy] = {
+    m.POLICY.name: m.POLICY for m in (equipartition, rca_exclusion)
 }
 
 
@@ -66,3 +77,16 @@ def backfill(name: str) -> BackfillPolicy:
 def selection(name: str) -> SelectionPolicy:
     """The host selection policy called `name` (``first-fit``, ``contiguous``, ``best-fit``)."""
     return _lookup(SELECTIONS, name, "selection policy", "selection")  # type: ignore[return-value]
+
+
+def dynamic(name: str, family: str | None = None) -> DynamicPolicy:
+    """The dynamic policy called `name` (of `family`, ``malleable`` or ``rca``, if given)."""
+    table = DYNAMICS if family is None else {k: v for k, v in DYNAMICS.items()
+                                             if v.family == family}
+    field = "malleable" if family == "malleable" else "dynamic"
+    return _lookup(table, name, f"{family or 'dynamic'} policy", field)  # type: ignore[return-value]
+
+
+def malleable_names() -> tuple[str, ...]:
+    """``none`` and the names of the malleable policies, sorted (the ``--malleable`` choices)."""
+    return ("none", *sorted(k for k, v in DYNAMICS.items() if v.family == "malleable"))

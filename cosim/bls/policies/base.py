@@ -1,4 +1,5 @@
-"""The contract of batch-level policies: what they see (`PassView`) and what they return (`Plan`).
+"""The contract of batch-level policies: what they see (`PassView`, `DynamicView`) and what they
+return (`Plan`, made of decisions).
 
 Policies are pure (DESIGN §6, §11). A *priority* policy turns a job into a sort key; the
 scheduler orders the queue by ``(-job.priority, *key(job), job.id)`` — priority > 0 jobs (ESP's
@@ -7,7 +8,15 @@ Z jobs) first, the job id last so that no two jobs tie. A *backfill* policy gets
 the scheduler must start them, the reservations it made, and an opaque `memo` the scheduler
 hands back unchanged at the next pass (conservative backfilling keeps its schedule there). A
 *selection* policy gets the read-only mask of free hosts and a host count and returns which
-hosts to use. The scheduler applies every decision; no policy touches the state.
+hosts to use. A *dynamic* policy (RCA exclusion requests, malleable policies such as
+equipartition) gets a `DynamicView` — the queue and a read-only view of the PE-level cluster
+state — and returns a `Plan` whose decisions go beyond starting jobs: `Start` (on explicit
+PEs), `Shrink`, `Expand`, `Exclude`. Either it runs after the backfill policy's pass (RCA
+exclusion) or it replaces that pass (``replaces_backfill``: equipartition decides every start
+itself). The scheduler applies every decision, in the order starts, shrinks, expands,
+exclusions, and refuses an impossible one with a `ProtocolError` naming the job (a PE in
+use, a resize of a job that is not malleable, bounds `min_pes`/`max_pes` broken); no policy
+touches the state.
 
 Estimates: a running job is expected to end at ``max(start + walltime, now + 1)`` (a job past
 its estimate — possible only without walltime kill — is expected to end at the next tick), a
@@ -18,14 +27,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from cosim.core.indexset import IndexSet
 from cosim.workload.jobs import Job
 
 __all__ = ["PassView", "Plan", "PriorityPolicy", "BackfillPolicy", "SelectionPolicy",
-           "expected_end", "overran"]
+           "DynamicPolicy", "DynamicView", "ClusterView", "Start", "Shrink", "Expand",
+           "Exclude", "NoParams", "expected_end", "overran"]
 
 
 def expected_end(estimated_end: int, now: int) -> int:
@@ -74,13 +85,53 @@ class PassView:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Start:
+    """Start `job` now on the free PEs `pes` (global indices; its master on the first)."""
+
+    job: Job
+    pes: IndexSet
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shrink:
+    """Take `pes` from running malleable job `job_id` (released by its app later).
+
+    `for_job`: the queued job they are for (None: none in particular). `limit`: the job's new
+    estimated end / walltime-kill tick (None: unchanged)."""
+
+    job_id: int
+    pes: IndexSet
+    for_job: int | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expand:
+    """Give the free PEs `pes` to running malleable job `job_id` now (`limit` as `Shrink`)."""
+
+    job_id: int
+    pes: IndexSet
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Exclude:
+    """Ask running job `job_id` to give up `count` hosts for queued job `for_job` (RCA)."""
+
+    job_id: int
+    count: int
+    for_job: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
-    """A backfill policy's decisions for one pass.
+    """A policy's decisions for one pass.
 
     Attributes
     ----------
     starts:
-        Jobs to start now, in order; their host counts fit in the free hosts.
+        Jobs to start now, in order: a `Job` gets whole hosts from the selection policy (its
+        host count fits in the free hosts); a `Start` names its PEs.
     reservations:
         Job id -> reserved start (ticks) of queued jobs that got a reservation at this pass
         (EASY: the head and priority > 0 jobs; conservative: every queued job).
@@ -89,12 +140,19 @@ class Plan:
     wake_at:
         Ask for a pass at this time even if nothing happens then (conservative backfilling
         asks for its earliest reservation); None: no request. Each plan replaces the last.
+
+    resizes:
+        `Shrink` and `Expand` decisions, applied in order after the starts.
+    excludes:
+        `Exclude` requests (RCA full), applied last.
     """
 
-    starts: tuple[Job, ...] = ()
+    starts: tuple[Job | Start, ...] = ()
     reservations: Mapping[int, int] = field(default_factory=dict)
     memo: Any = None
     wake_at: int | None = None
+    resizes: tuple[Shrink | Expand, ...] = ()
+    excludes: tuple[Exclude, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,3 +184,73 @@ class SelectionPolicy:
     name: str
     summary: str
     select: Callable[[np.ndarray, int], np.ndarray]
+
+
+class ClusterView(Protocol):
+    """The read-only view of the PE-level cluster state a dynamic policy gets
+    (`cosim.bls.state.ClusterState` implements it; policies must not mutate anything)."""
+
+    n_hosts: int
+    n_cores: int
+    n_pes: int
+    free_hosts: int
+    free_pes: int
+    running: Mapping[int, Any]  # job id -> `cosim.bls.state.Allocation`
+
+    def free_mask(self) -> np.ndarray: ...
+    def free_pe_array(self) -> np.ndarray: ...
+    def pes_of(self, job_id: int) -> IndexSet: ...
+    def releasing(self, job_id: int) -> IndexSet: ...
+    def working_hosts(self, job_id: int) -> int: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DynamicView:
+    """What a dynamic policy sees of one scheduling pass (read-only).
+
+    Attributes
+    ----------
+    now:
+        Decision time (ticks).
+    queue:
+        Queued jobs in priority order (jobs the backfill pass just started excluded).
+    cluster:
+        The cluster state after the backfill pass's starts (`ClusterView`).
+    expected:
+        Queued job id -> hosts asked for it by exclusion requests or accepted and not yet
+        yielded (RCA full).
+    asked:
+        Queued job id -> running jobs already asked to exclude hosts for it.
+    memo:
+        What the policy returned as `Plan.memo` at its previous pass.
+    """
+
+    now: int
+    queue: tuple[Job, ...]
+    cluster: ClusterView
+    expected: Mapping[int, int] = field(default_factory=dict)
+    asked: Mapping[int, frozenset[int]] = field(default_factory=dict)
+    memo: Any = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoParams:
+    """The parameters of a policy that has none."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DynamicPolicy:
+    """A dynamic policy: ``decide(view, params) -> Plan``.
+
+    `family`: ``malleable`` (chosen with ``--malleable``) or ``rca`` (enabled by ``--rca``).
+    `replaces_backfill`: the policy decides every start itself (the backfill policy's pass
+    is not run). `params`: the frozen dataclass of its parameters (its defaults are the
+    policy's defaults; ``--malleable-param k=v`` builds it, `cosim.config.build`).
+    """
+
+    name: str
+    summary: str
+    family: Literal["malleable", "rca"]
+    replaces_backfill: bool
+    params: type = NoParams
+    decide: Callable[[DynamicView, Any], Plan] = field(default=lambda view, params: Plan())

@@ -1,0 +1,51 @@
+"""Where a new app is simulated: the runner's placement of apps on ALS endpoints and ranks.
+
+Trace jobs (app ``rigid``) always go to the trace endpoint on rank 0 (`TRACE`). A simulated
+app goes to the candidate rank with the least predicted remaining work, ties to the lower
+rank: a job's prediction is ``pes x`` its ideal run time (``total_flop / (pes x speed)``, or
+1 s when the app has no ``total_flop``) left after the start; a job leaves its rank's load
+when its app completes. With one candidate (the in-process run) every app goes there. Which
+rank simulates an app never changes its facts, so results do not depend on the number of
+ranks; this only balances wall time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cosim.platform import Platform
+from cosim.protocol.messages import StartApp
+from cosim.transport.base import TRACE
+
+__all__ = ["LeastWork", "TRACE"]
+
+
+class LeastWork:
+    """The placement of the module docstring over `ranks` (candidate destinations)."""
+
+    def __init__(self, ranks: Sequence[int], platform: Platform | None) -> None:
+        if not ranks:
+            raise ValueError("no rank can simulate apps: run with more ranks or rank0_apps")
+        self.ranks = list(ranks)
+        self.platform = platform
+        self._load: dict[int, dict[int, tuple[int, int]]] = {r: {} for r in self.ranks}
+        self._rank_of: dict[int, int] = {}
+
+    def choose(self, cmd: StartApp, now: int) -> int:
+        if cmd.app == "rigid":
+            return TRACE
+        if len(self.ranks) == 1:
+            return self.ranks[0]
+        best = min(self.ranks, key=lambda r: (sum(p * max(0, e - now) for e, p in
+                                                  self._load[r].values()), r))
+        speed = self.platform.hosts[cmd.hosts[0]].speed if self.platform is not None else 1.0
+        flop = dict(cmd.params).get("total_flop")
+        ideal = float(flop) / (cmd.pes * speed) if flop else 1.0
+        self._load[best][cmd.job_id] = (now + round(ideal * 1e9), cmd.pes)
+        self._rank_of[cmd.job_id] = best
+        return best
+
+    def ended(self, job_id: int) -> None:
+        r = self._rank_of.pop(job_id, None)
+        if r is not None:
+            self._load[r].pop(job_id, None)
