@@ -2,8 +2,10 @@
 
 `AppSimulator` has the interface of `cosim.bls.rigid.RigidApps` (`apply` commands, `advance`
 to a granted tick returning facts, `promise`), so the coordinator drives both the same way.
-`StartApp` at t creates the job's loop (`LoopRun`) on its PEs, placed by
-`cosim.platform.allocation.job_pe_indices`, with the app's default per-iteration costs scaled
+`StartApp` at t creates the job's loop (`LoopRun`) on its PEs — those of ``pe_set`` in that
+(ascending) order when it is given (rank r on ``pe_set[r]``, the master on ``pe_set[0]``; its
+length must be ``pes`` and its PEs on ``hosts``), else placed by
+`cosim.platform.allocation.job_pe_indices` — with the app's default per-iteration costs scaled
 so that they sum to the job's ``total_flop`` parameter (other parameters override the app
 model's), and the run's technique. Facts: `AppStarted` at t; `HostsYielded` at the tick the
 last PE of a host is told "no more work" (hosts yielding at one tick form one fact);
@@ -17,19 +19,68 @@ satisfies ``s + min_asg > p`` for the earliest known pending fact ``p``, no undi
 can come before ``p``. `promise` runs each app ahead (`LoopRun.advance_to_done`) until that
 holds. A command stamped before an app's last granted tick is a `ProtocolError`.
 
-**Exclusion requests (RCA full).** `ExcludeHosts` at t asks an app for hosts: the app looks at
-its state after the requests served at t (those may have produced facts stamped t, already
-reported: a "done" inside a host takes no time) — when it has already run further ahead (a
-promise, or speculation), by replaying its run from the start with the removals so far (a
-rollback; runs are deterministic, so the replay is that state exactly) — chooses hosts and
-decides by its predicted slowdown (`AppSimulator._choose_excluded`), answers
-`HostsExcluded` at t, and removes the chosen hosts' PEs from t + 1 tick (`LoopRun.remove`):
-they get no more work and are yielded when their current chunks end. Facts are then rediscovered from the new run; yields already reported are not
-repeated.
+**Commands apply after their tick.** Requests served at a command's tick t may have produced
+facts stamped t, already reported (a "done" inside a host takes no time), so `ExcludeHosts`,
+`ShrinkApp` and `ExpandApp` at t act on the app's state after the requests served at t and
+change the run from t + 1 tick. When the app has already run further ahead (a promise, or
+speculation), it is replayed from the loop start with every resize so far, in command order —
+the app keeps one ordered list of resize operations ``(tick, op, data)``: removals (exclusions,
+shrinks) and additions (expands) — up to t + 1 (a *rollback*, counted in
+`AppSimulator.rollbacks`; runs are deterministic, so the replay is that state exactly). Facts
+are then rediscovered from the new run; those the batch level was already told of (stamped at
+or before the last granted tick) are not repeated.
+
+**Exclusion requests (RCA full).** `ExcludeHosts` at t asks an app for hosts: on its state at
+t + 1 the app chooses hosts and decides by its predicted slowdown
+(`AppSimulator._choose_excluded`), answers `HostsExcluded` at t, and removes the chosen hosts'
+PEs from t + 1 (`LoopRun.remove`): they get no more work and are yielded when their current
+chunks end. A refusal changes nothing (a replay made to decide is discarded, no rollback).
+
+**Shrink** (`ShrinkApp` at t, mandatory). The named PEs (global indices; each must be an active
+PE of the app — not excluded nor already shrunk —, never the master's PE, never every active
+PE; else `ProtocolError` naming the job) get no new work from t + 1 (`LoopRun.remove`). Each is
+*released* at its release tick: the "no more work" answer to its first request served after t
+(after its chunk in flight), or, for a PE already answered "done", t + 1 (or when that answer
+arrives, if later). Releases are reported as ``AppResized(time=tick, released=PEs released at
+that tick)``, one fact per tick; a release at the job's completion tick is not reported
+(`AppCompleted` frees everything). Released PEs are not yields: a host yields (`HostsYielded`)
+when every PE the app had on it is done or released, unless all of them were released by
+shrinks (then the host simply left the job); an excluded host comes back as a yield as before.
+The app completes when every PE it still holds is done.
+
+**Expand** (`ExpandApp` at t). New workers on the named PEs (free PEs: not held by the app —
+a PE being released counts as held until its release tick ≤ t; else `ProtocolError`) join as
+new ranks appended in ascending PE order (`LoopRun.add` at t + 1, as removals: the same "after
+t" convention; their first request arrives at t + 1 + the request message time). Message times
+are those of `job_pe_placement` to and from the master's host; speeds are the hosts' speeds.
+Confirmed at once by ``AppResized(time=t, added=PEs)``. A PE released earlier may be added
+back (it becomes a new rank). When the app had already been answered "done" everywhere with
+its completion still to come (after t), the completion is withdrawn and comes when the new
+PEs are done too; a host whose yield was stamped after t gets its yield withdrawn the same way
+(a yield at or before t stands, and that host does not yield again: a host yields at most
+once per job).
+
+``AppResized.pes`` is the number of PEs the app holds after the change (PEs still finishing a
+chunk for a shrink included): for a release fact at τ, the PEs of the start and of expands
+stamped before τ minus the PEs released at or before τ; for an expand at t, every PE added so
+far minus those released at or before t. At one tick a job's release fact comes before its
+expand confirmations (an expand at t is decided after the facts of t). A command's ``limit``
+(not None) becomes the app's walltime-kill tick: the app is never simulated past it.
+
+**What a technique knows after a resize.** Either change restarts the technique
+(`LoopRun`'s planner) on the iterations not yet handed out with the active PEs: a planner built
+afresh, as for a new loop of ``R`` iterations on ``P'`` PEs. Adaptive techniques lose what they
+had measured: AF starts every PE (old and new) with no data and hands out its initial chunk
+(``init``: ``ceil(N'/(10 P'))`` with ``N'`` the iterations left at the change, or
+``ceil(R/(2 P'))``, or ``min_chunk``) until every active PE has reported a chunk; AWF-B/C/D/E
+give weight 1 to every PE until it has reported (batches restart); AWF, with one time step, is
+WF on relative speeds. An old PE reports its chunk in flight at the change with its next
+request; a new PE reports after its first chunk.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -39,19 +90,24 @@ from cosim.als.launch import job_pe_placement
 from cosim.als.runtime import Comm, LoopResult, LoopRun
 from cosim.als.techniques import Technique
 from cosim.core.clock import TICKS_PER_SECOND
+from cosim.core.indexset import IndexSet
 from cosim.core.rng import stream
 from cosim.errors import InputError, ProtocolError
 from cosim.platform import Platform
 from cosim.platform.allocation import job_pe_indices
+from cosim.protocol.endpoint import AlsTotals
 from cosim.protocol.messages import (
     AppCompleted,
+    AppResized,
     AppStarted,
     Command,
     ExcludeHosts,
+    ExpandApp,
     Fact,
     HostsExcluded,
     HostsYielded,
     KillApp,
+    ShrinkApp,
     StartApp,
 )
 from cosim.workload import TaskCosts, load_app
@@ -85,96 +141,233 @@ class AlsConfig:
             raise InputError("max_slowdown must be >= 0", field="max_slowdown")
 
 
+_REMOVE = "remove"  # data: (ranks, by_shrink)
+_ADD = "add"  # data: (pes, hosts, speeds, request ticks, assign ticks)
+
+
+def _derived(fact: Fact) -> bool:
+    """A fact found from the run (rediscovered by a replay), not an answer to a command."""
+    return (isinstance(fact, HostsYielded)
+            or (isinstance(fact, AppCompleted) and fact.status == "completed")
+            or (isinstance(fact, AppResized) and len(fact.released) > 0))
+
+
 class _App:
-    """One running app and the facts it has produced but not yet reported."""
+    """One running app: its resizes, its current simulation, the facts not yet reported.
 
-    __slots__ = ("job_id", "run", "host_of", "left", "last", "hosts_left", "pending",
-                 "seen", "min_asg", "kill_at", "ended", "seq", "limit", "factory", "removals",
-                 "reported")
+    The attributes in `_RUN_STATE` belong to one simulation of the app (`adopt` resets them, a
+    replay rebuilds them; `snapshot`/`restore` keep one aside). Per host: ``left`` PEs counted
+    and not yet done, ``last`` tick one of them was done, ``ran_out`` hosts with a PE done
+    without a shrink's release, ``closed`` hosts yielded (-> tick). ``uncounted``: ranks added
+    on a host already yielded. ``shrunk``: ranks removed by a shrink; ``shrunk_busy``: those
+    computing at the removal (their "done" is their release, not running out of work).
+    """
 
-    def __init__(self, job_id: int, factory: Callable[[], LoopRun], host_of: list[int]) -> None:
+    _RUN_STATE = ("run", "pe_of", "host_of", "rank_of", "added_at", "left", "last", "ran_out",
+                  "closed", "busy", "last_all", "shrunk", "shrunk_busy", "released_at",
+                  "uncounted", "pending", "seen", "seen_rel", "min_asg", "ended", "end")
+    __slots__ = _RUN_STATE + ("job_id", "factory", "pes0", "hosts0", "ops", "reported",
+                              "kill_at", "limit", "seq")
+
+    def __init__(self, job_id: int, factory: Callable[[], LoopRun], pes: list[int],
+                 host_of: list[int]) -> None:
         self.job_id = job_id
         self.factory = factory  # a fresh run from the start: replays for rollbacks
-        self.removals: list[tuple[int, list[int]]] = []  # (tick, ranks) applied so far
+        self.pes0 = tuple(pes)  # global PE of each rank at the start
+        self.hosts0 = tuple(host_of)
+        self.ops: list[tuple[int, str, Any]] = []  # resizes applied so far, in order
         self.reported: set[int] = set()  # hosts whose yield the batch level has been told
-        self.host_of = host_of
         self.kill_at = _NEVER
         self.limit = _NEVER  # the announced walltime kill: never simulate past it
         self.seq = 0
+        self.pending: list[tuple[tuple[int, int, int], int, int, Fact]] = []
         self.adopt(factory())
 
     def adopt(self, run: LoopRun) -> None:
-        """Make `run` the app's simulation; facts are rediscovered from its done events."""
+        """Make `run` (fresh from the start) the app's simulation; facts found from the
+        previous one are dropped (answers to commands kept) and rediscovered from `run`."""
         self.run = run
+        self.pe_of = list(self.pes0)
+        self.host_of = list(self.hosts0)
+        self.rank_of = {pe: r for r, pe in enumerate(self.pe_of)}  # PE -> its latest rank
+        self.added_at = [-1] * len(self.pe_of)  # tick of the expand command that added a rank
         self.left: dict[int, int] = {}
         for h in self.host_of:
             self.left[h] = self.left.get(h, 0) + 1
         self.last: dict[int, int] = dict.fromkeys(self.left, 0)
-        self.hosts_left = len(self.left)
-        # (fact key, discovery number, fact): the number breaks ties between facts of one key
-        self.pending: list[tuple[tuple[int, int, int], int, Fact]] = []
+        self.ran_out: set[int] = set()
+        self.closed: dict[int, int] = {}
+        self.busy = len(self.pe_of)  # ranks not yet done (nor released)
+        self.last_all = 0
+        self.shrunk: set[int] = set()
+        self.shrunk_busy: set[int] = set()
+        self.released_at: dict[int, int] = {}  # shrunk rank -> release tick (once known)
+        self.uncounted: set[int] = set()
+        # (fact key, sub-order, discovery number, fact): at one key, releases (sub 0) before
+        # expand confirmations (sub 1); the number keeps command order among the latter
+        kept = [e for e in self.pending if not _derived(e[3])]
+        heapq.heapify(kept)
+        self.pending = kept
         self.seen = 0  # done events of the run already turned into facts
+        self.seen_rel = 0  # release events likewise
         self.min_asg = run.min_assign_ticks
         self.ended = False
+        self.end: int | None = None  # completion tick, once found (not for a kill)
 
-    def drop_reported(self) -> None:
-        """Forget pending yields of hosts the batch level was already told of (a replay finds
-        them again)."""
+    def snapshot(self) -> list[Any]:
+        """The current simulation (`adopt` and `rebuild` make new containers: no copy)."""
+        return [getattr(self, name) for name in self._RUN_STATE]
+
+    def restore(self, saved: list[Any]) -> None:
+        for name, value in zip(self._RUN_STATE, saved, strict=True):
+            setattr(self, name, value)
+
+    def rebuild(self, tick: int, granted: int) -> None:
+        """Replay from the start with every resize so far, to `tick` (the state at `tick`);
+        facts stamped at or before `granted` were reported already and are dropped."""
+        self.adopt(self.factory())
+        for op in self.ops:
+            self.do(op)
+        self.run.advance(tick)
+        self.collect()
+        self.drop_reported(granted)
+
+    def do(self, op: tuple[int, str, Any]) -> None:
+        """Apply one resize at its tick (the run must not have served anything at or after
+        it). Facts of the requests served before it are collected first: a replay and a live
+        run then take the same decisions (withdrawn yields, uncounted ranks)."""
+        at, kind, data = op
+        run = self.run
+        run.advance(at)
+        self.collect()
+        if kind == _REMOVE:
+            ranks, by_shrink = data
+            if by_shrink:
+                for r in ranks:
+                    self.shrunk.add(r)
+                    if run.busy_until(r) is not None:
+                        self.shrunk_busy.add(r)
+            run.remove(at, ranks)
+        else:
+            pes, hosts, speeds, req, asg = data
+            self._withdraw(at, hosts)
+            new = run.add(at, speeds, req, asg)
+            for r, pe, h in zip(new, pes, hosts, strict=True):
+                self.pe_of.append(pe)
+                self.host_of.append(h)
+                self.added_at.append(at - 1)
+                self.rank_of[pe] = r
+                self.busy += 1
+                if h in self.closed:  # yielded at or before the expand: stays yielded
+                    self.uncounted.add(r)
+                else:
+                    self.left[h] = self.left.get(h, 0) + 1
+                    self.last.setdefault(h, 0)
+            self.min_asg = run.min_assign_ticks
+        self.collect()
+
+    def _withdraw(self, at: int, hosts: Iterable[int]) -> None:
+        """Facts found ahead that new PEs from `at` make false: the completion, and the yields
+        of their hosts stamped at or after `at`."""
+        void = {h for h in hosts if self.closed.get(h, -1) >= at}
+        if not void and not self.ended:
+            return
         kept = []
         for e in self.pending:
-            f = e[2]
+            f = e[3]
+            if isinstance(f, AppCompleted) and f.status == "completed":
+                continue
+            if isinstance(f, HostsYielded) and f.time >= at and void.intersection(f.hosts):
+                left = tuple(h for h in f.hosts if h not in void)
+                if not left:
+                    continue
+                f = HostsYielded(time=f.time, job_id=f.job_id, hosts=left)
+                e = (f.key, e[1], e[2], f)
+            kept.append(e)
+        heapq.heapify(kept)
+        self.pending = kept
+        for h in void:
+            del self.closed[h]
+        self.ended = False
+        self.end = None
+
+    def drop_reported(self, granted: int) -> None:
+        """Forget rediscovered facts the batch level was already told of (a replay finds
+        them again): those stamped at or before `granted`, and yields of reported hosts."""
+        kept = []
+        for e in self.pending:
+            f = e[3]
+            if _derived(f) and f.time <= granted:
+                continue
             if isinstance(f, HostsYielded):
                 new = tuple(h for h in f.hosts if h not in self.reported)
                 if not new:
                     continue
                 if new != f.hosts:
                     f = HostsYielded(time=f.time, job_id=f.job_id, hosts=new)
-                    e = (f.key, e[1], f)
+                    e = (f.key, e[1], e[2], f)
             kept.append(e)
         self.pending = kept
         heapq.heapify(kept)
 
-    def replay(self, tick: int) -> LoopRun:
-        """A fresh run with the removals so far, advanced to `tick` (the state at `tick`)."""
-        run = self.factory()
-        for at, ranks in self.removals:
-            run.remove(at, ranks)
-        run.advance(tick)
-        return run
-
     def push(self, fact: Fact) -> None:
         self.seq += 1
-        heapq.heappush(self.pending, (fact.key, self.seq, fact))
+        sub = 1 if isinstance(fact, AppResized) and len(fact.added) > 0 else 0
+        heapq.heappush(self.pending, (fact.key, sub, self.seq, fact))
 
     def collect(self) -> None:
-        """Turn the run's new done events into pending facts."""
-        events = self.run.done_events
+        """Turn the run's new done and release events into pending facts."""
+        run = self.run
+        events = run.done_events
         yields: dict[int, list[int]] = {}
-        while self.seen < len(events):
-            tick, rank = events[self.seen]
-            self.seen += 1
-            h = self.host_of[rank]
-            self.left[h] -= 1
-            if tick > self.last[h]:
-                self.last[h] = tick
-            if self.left[h] == 0:
-                self.hosts_left -= 1
-                yields.setdefault(self.last[h], []).append(h)
-        end = max(self.last.values()) if self.hosts_left == 0 else None
+        left, last, host_of = self.left, self.last, self.host_of
+        i = self.seen
+        while i < len(events):
+            tick, rank = events[i]
+            i += 1
+            self.busy -= 1
+            if tick > self.last_all:
+                self.last_all = tick
+            if rank in self.uncounted:
+                continue
+            h = host_of[rank]
+            left[h] -= 1
+            if tick > last[h]:
+                last[h] = tick
+            if rank not in self.shrunk_busy:
+                self.ran_out.add(h)
+            if left[h] == 0 and h in self.ran_out:  # else every PE there left by a shrink
+                self.closed[h] = last[h]
+                yields.setdefault(last[h], []).append(h)
+        self.seen = i
+        rel = run.release_events
+        releases: dict[int, list[int]] = {}
+        while self.seen_rel < len(rel):
+            tick, rank = rel[self.seen_rel]
+            self.seen_rel += 1
+            if rank in self.shrunk:  # excluded PEs come back as yields instead
+                self.released_at[rank] = tick
+                releases.setdefault(tick, []).append(self.pe_of[rank])
+        for tick in sorted(releases):
+            if tick < self.kill_at:
+                self.push(AppResized(time=tick, job_id=self.job_id,
+                                     released=IndexSet.of(releases[tick])))
         for tick in sorted(yields):
-            if tick < self.kill_at and tick != end:
+            if tick < self.kill_at:
                 self.push(HostsYielded(time=tick, job_id=self.job_id,
                                        hosts=tuple(sorted(yields[tick]))))
-        if end is not None and end < self.kill_at and not self.ended:
+        if self.busy == 0 and not self.ended and self.last_all < self.kill_at:
             self.ended = True
-            # yields found in earlier run-ahead steps at the completion tick: the job ends there
-            self.pending = [e for e in self.pending
-                            if not (isinstance(e[2], HostsYielded) and e[2].time == end)]
-            heapq.heapify(self.pending)
-            self.push(AppCompleted(time=end, job_id=self.job_id))
+            self.end = self.last_all
+            self.push(AppCompleted(time=self.last_all, job_id=self.job_id))
 
     def earliest(self) -> int | None:
         return self.pending[0][0][0] if self.pending else None
+
+    def held(self, tick: int) -> int:
+        """PEs the app holds after the releases at or before `tick` (and every expand so far)."""
+        gone = sum(1 for t in self.released_at.values() if t <= tick)
+        return len(self.pe_of) - gone
 
     def discover(self) -> int | None:
         """Run ahead until the earliest pending fact is known exactly; return its tick."""
@@ -200,13 +393,28 @@ class _App:
         self.collect()
         out: list[Fact] = []
         while self.pending and self.pending[0][0][0] <= tick:
-            fact = heapq.heappop(self.pending)[2]
+            fact = heapq.heappop(self.pending)[3]
+            released = isinstance(fact, AppResized) and len(fact.released) > 0
+            if fact.time == self.end and (released or isinstance(fact, HostsYielded)):
+                continue  # the job ends at that tick: AppCompleted frees everything
             prev = out[-1] if out else None
             if (isinstance(fact, HostsYielded) and isinstance(prev, HostsYielded)
                     and prev.time == fact.time):  # found in two run-ahead steps: one fact
                 fact = HostsYielded(time=fact.time, job_id=self.job_id,
                                     hosts=tuple(sorted(prev.hosts + fact.hosts)))
                 out[-1] = fact
+            elif released:
+                # every release at or before this tick is known now (a grant covers it), and
+                # so is every expand stamped before it: the count is exact here
+                if (isinstance(prev, AppResized) and prev.time == fact.time
+                        and len(prev.released) > 0):  # found in two steps: one fact
+                    out.pop()
+                    fact = AppResized(time=fact.time, job_id=self.job_id,
+                                      released=prev.released.union(fact.released))
+                held = sum(1 for t in self.added_at if t < fact.time) - sum(
+                    1 for t in self.released_at.values() if t <= fact.time)
+                out.append(AppResized(time=fact.time, job_id=self.job_id,
+                                      released=fact.released, pes=held))
             else:
                 out.append(fact)
             if isinstance(fact, HostsYielded):
@@ -239,7 +447,7 @@ class AppSimulator:
         self.results: dict[int, LoopResult] = {}
         self.chunk_events = 0
         self.apps_started = 0
-        self.rollbacks = 0  # runs replayed to an earlier tick to apply an exclusion
+        self.rollbacks = 0  # runs replayed to an earlier tick to apply an exclusion or resize
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -255,6 +463,10 @@ class AppSimulator:
                 self._kill(cmd)
             elif isinstance(cmd, ExcludeHosts):
                 self._exclude(cmd)
+            elif isinstance(cmd, ShrinkApp):
+                self._shrink(cmd)
+            elif isinstance(cmd, ExpandApp):
+                self._expand(cmd)
             else:
                 raise ProtocolError(f"the ALS cannot handle {type(cmd).__name__}")
 
@@ -283,7 +495,14 @@ class AppSimulator:
             raise ProtocolError(f"job {cmd.job_id} started twice")
         params = {**self.config.app_overrides, **dict(cmd.params)}
         costs = self._costs(cmd.app, params)
-        pe_idx = job_pe_indices(self._pe_hosts, cmd.hosts, cmd.pes)
+        if len(cmd.pe_set):
+            pe_idx = list(cmd.pe_set)
+            if len(pe_idx) != cmd.pes or pe_idx[-1] >= len(self._pe_hosts) or not set(
+                    self._pe_hosts[pe_idx].tolist()) <= set(cmd.hosts):
+                raise ProtocolError(f"StartApp for job {cmd.job_id}: pe_set {cmd.pe_set!r} is "
+                                    f"not {cmd.pes} PEs of its hosts")
+        else:
+            pe_idx = job_pe_indices(self._pe_hosts, cmd.hosts, cmd.pes)
         host_of, speeds, req, asg = job_pe_placement(self.platform, self._pe_hosts, pe_idx,
                                                      self.config.comm)
         cfg = self.config
@@ -294,7 +513,7 @@ class AppSimulator:
                            start=cmd.time, rng=stream(cfg.seed, "technique", cmd.job_id),
                            record=cfg.record)
 
-        app = _App(cmd.job_id, factory, host_of)
+        app = _App(cmd.job_id, factory, pe_idx, host_of)
         if cmd.limit is not None:
             app.limit = cmd.limit
         app.push(AppStarted(time=cmd.time, job_id=cmd.job_id))
@@ -306,39 +525,107 @@ class AppSimulator:
         if app is None:
             raise ProtocolError(f"KillApp for job {cmd.job_id}, which is not running here")
         app.kill_at = cmd.time
-        app.pending = [e for e in app.pending if e[2].time < cmd.time]
+        app.pending = [e for e in app.pending if e[3].time < cmd.time]
         heapq.heapify(app.pending)
         app.ended = True
         app.push(AppCompleted(time=cmd.time, job_id=cmd.job_id, status="killed"))
 
-    def _exclude(self, cmd: ExcludeHosts) -> None:
+    def _running(self, cmd: Command) -> _App:
         app = self._apps.get(cmd.job_id)
         if app is None or app.kill_at != _NEVER:
-            raise ProtocolError(f"ExcludeHosts for job {cmd.job_id}, which is not running here")
+            raise ProtocolError(f"{type(cmd).__name__} for job {cmd.job_id}, which is not "
+                                f"running here")
+        return app
+
+    def _bring_to(self, app: _App, cmd: Command) -> None:
+        """Put `app` in its state after the requests served at the command's tick (replaying
+        it when it ran further ahead: a rollback)."""
+        at = cmd.time + 1
+        if app.run.served_until >= at:
+            app.rebuild(at, self._granted)
+            self.rollbacks += 1
+        else:
+            app.run.advance(at)
+            app.collect()
+        if app.ended and app.end is not None and app.end < at:
+            raise ProtocolError(f"{type(cmd).__name__} for job {cmd.job_id} at tick "
+                                f"{cmd.time}: its app completed at tick {app.end}")
+
+    def _exclude(self, cmd: ExcludeHosts) -> None:
+        app = self._running(cmd)
         if cmd.count < 1:
             raise ProtocolError(f"ExcludeHosts for job {cmd.job_id} asks for {cmd.count} hosts")
         # requests served at the request's tick may have produced facts stamped then (a
         # "done" inside a host takes no time), already reported: the request applies to the
         # requests served after it, from the next tick
         at = cmd.time + 1
-        run = app.run
-        replayed = run.served_until >= at  # it ran ahead past the request: state at `at`
-        if replayed:
-            run = app.replay(at)
+        saved = None
+        if app.run.served_until >= at:  # it ran ahead past the request: state at `at`
+            saved = app.snapshot()  # kept in case the app refuses: then nothing changes
+            app.rebuild(at, self._granted)
         else:
-            run.advance(at)
-        hosts = self._choose_excluded(app, run, cmd.count, cmd.time)
-        if hosts:
-            ranks = [r for r, h in enumerate(app.host_of) if h in hosts]
-            if replayed:
-                app.adopt(run)
-                self.rollbacks += 1
-            run.remove(at, ranks)
-            app.removals.append((at, ranks))
+            app.run.advance(at)
             app.collect()
-            app.drop_reported()
+        hosts = self._choose_excluded(app, app.run, cmd.count, cmd.time)
+        if hosts:
+            ranks = tuple(r for r, h in enumerate(app.host_of) if h in hosts)
+            op = (at, _REMOVE, (ranks, False))
+            app.ops.append(op)
+            app.do(op)
+            if saved is not None:
+                self.rollbacks += 1
+        elif saved is not None:
+            app.restore(saved)
         app.push(HostsExcluded(time=cmd.time, job_id=cmd.job_id, hosts=tuple(sorted(hosts)),
                                for_job=cmd.for_job))
+
+    def _shrink(self, cmd: ShrinkApp) -> None:
+        app = self._running(cmd)
+        self._bring_to(app, cmd)
+        active = set(app.run.active_ranks)
+        ranks = []
+        for pe in cmd.pes:
+            r = app.rank_of.get(pe)
+            if r is None or r not in active:
+                raise ProtocolError(f"ShrinkApp for job {cmd.job_id}: PE {pe} is not an "
+                                    f"active PE of the job")
+            if r == 0:
+                raise ProtocolError(f"ShrinkApp for job {cmd.job_id}: PE {pe} runs the "
+                                    f"master and cannot be removed")
+            ranks.append(r)
+        if not ranks or len(ranks) >= len(active):
+            raise ProtocolError(f"ShrinkApp for job {cmd.job_id} removes {len(ranks)} of its "
+                                f"{len(active)} active PEs")
+        op = (cmd.time + 1, _REMOVE, (tuple(ranks), True))
+        app.ops.append(op)
+        app.do(op)
+        if cmd.limit is not None:
+            app.limit = cmd.limit
+
+    def _expand(self, cmd: ExpandApp) -> None:
+        app = self._running(cmd)
+        self._bring_to(app, cmd)
+        pes = list(cmd.pes)
+        if not pes:
+            raise ProtocolError(f"ExpandApp for job {cmd.job_id} adds no PE")
+        for pe in pes:
+            if pe >= len(self._pe_hosts):
+                raise ProtocolError(f"ExpandApp for job {cmd.job_id}: no PE {pe} on the "
+                                    f"platform")
+            r = app.rank_of.get(pe)
+            if r is not None and app.released_at.get(r, _NEVER) > cmd.time:
+                raise ProtocolError(f"ExpandApp for job {cmd.job_id}: the job holds PE {pe}")
+        # message times to and from the master's host, as for the PEs of the start
+        hosts, speeds, req, asg = job_pe_placement(self.platform, self._pe_hosts,
+                                                   [app.pes0[0], *pes], self.config.comm)
+        op = (cmd.time + 1, _ADD, (tuple(pes), tuple(hosts[1:]), tuple(speeds[1:]),
+                                   tuple(req[1:]), tuple(asg[1:])))
+        app.ops.append(op)
+        app.do(op)
+        if cmd.limit is not None:
+            app.limit = cmd.limit
+        app.push(AppResized(time=cmd.time, job_id=cmd.job_id, added=IndexSet.of(pes),
+                            pes=app.held(cmd.time)))
 
     def _choose_excluded(self, app: _App, run: LoopRun, count: int, at: int) -> list[int]:
         """The hosts an app gives up for an exclusion request, or [] when it refuses.
@@ -415,8 +702,9 @@ class AppSimulator:
                 done.append(jid)
         for jid in done:
             app = self._apps.pop(jid)
-            self.results[jid] = app.run.result()
-            self.chunk_events += app.run.result().n_chunks
+            result = dataclasses.replace(app.run.result(), pes=tuple(app.pe_of))
+            self.results[jid] = result
+            self.chunk_events += result.n_chunks
         facts.sort(key=lambda f: f.key)
         return facts
 
@@ -424,3 +712,11 @@ class AppSimulator:
     def running(self) -> int:
         """Apps started and not yet ended here."""
         return len(self._apps)
+
+    def totals(self) -> AlsTotals:
+        """The loop results and counters of this endpoint (every app must have ended)."""
+        if self._apps:
+            raise ProtocolError("apps still running at the end of the simulation")
+        return AlsTotals(loops=dict(sorted(self.results.items())),
+                         chunk_events=self.chunk_events, apps=self.apps_started,
+                         rollbacks=self.rollbacks)

@@ -22,10 +22,16 @@ stamped `until` apply to requests served at or after it.
 Malleability at chunk boundaries: `remove` makes a PE stop asking: every request of it served at
 or after the command's tick is answered "no more work" like a request at the end of the
 loop (so a release, like every "done", comes at least the shortest assignment time after a
-serve: what the ALS's exact promises rely on); a PE already idle is released at the command's
-tick. `add` makes new PEs request
-from the command's tick. On either change the technique restarts on the unscheduled
-iterations with the new set of active PEs. ``timesteps > 1`` repeats the loop: when the master
+serve: what the ALS's exact promises rely on); a PE already idle (answered "done" by a serve
+before the command's tick) is released at the command's tick, or when that answer reaches it
+if later. Every release is logged in `release_events`; a PE's ``done`` tick is its release
+tick (a release answer is also its entry in `done_events`; an idle PE keeps the entry of its
+"done" answer). `add` makes new PEs request from the command's tick (their first request
+arrives at the tick plus their request message time). On either change the technique restarts
+on the unscheduled iterations with the new set of active PEs: a new planner for ``R`` (the
+iterations not yet handed out) and the active PEs; the measurements an adaptive planner had
+gathered are dropped, and each PE busy at the change reports its chunk in flight to the new
+planner with its next request. ``timesteps > 1`` repeats the loop: when the master
 has answered every active PE "done", it starts the next step by sending each PE a start
 message (assignment size), and the technique's ``end_step`` runs (AWF adapts there).
 """
@@ -106,6 +112,9 @@ class LoopResult:
     done: tuple[int, ...]  # per rank: "no more work" received, or release after removal
     n_chunks: int
     chunks: ChunkTable | None = field(default=None)
+    #: global PE index of each rank when the ALS ran the loop (ranks added by an expand
+    #: included); empty for a loop run on its own
+    pes: tuple[int, ...] = ()
 
     @property
     def makespan(self) -> int:
@@ -204,6 +213,8 @@ class LoopRun:
         #: (tick, rank) of every PE told "no more work" (or released) in the last step, in the
         #: order the runtime learnt them: the yield points an ALS turns into facts
         self.done_events: list[tuple[int, int]] = []
+        #: (tick, rank) of every removed PE's release, in the order the runtime learnt them
+        self.release_events: list[tuple[int, int]] = []
         self._stop_at_done = False
         self._n_chunks = 0
         self._served = -1  # serve tick of the last request served (a chunk, "done" or release)
@@ -242,7 +253,8 @@ class LoopRun:
     def add(self, at: int, speeds: Sequence[float], request_ticks: Sequence[int],
             assign_ticks: Sequence[int],
             availability: Sequence[float | Availability] | None = None) -> list[int]:
-        """New PEs join at tick `at` (they request then); returns their ranks."""
+        """New PEs join at tick `at` (each sends its first request then, arriving after its
+        request message time); returns their ranks (appended after the existing ones)."""
         self.advance(at)
         new = []
         for s, rq, asg, av in zip(speeds, request_ticks, assign_ticks,
@@ -277,10 +289,13 @@ class LoopRun:
             raise InputError("cannot remove every PE of an app with work left", field="ranks")
         for r in sorted(gone):
             self._removed_at[r] = at
-            if self._done[r] is not None:  # already idle: released now
+            done = self._done[r]
+            if done is not None:  # already idle: released now, or when its "done" arrives
                 self._waiting -= 1
-                self._done[r] = at
-                self.done_events.append((at, r))
+                self._done[r] = rel = done if done > at else at
+                self.release_events.append((rel, r))
+                if self._step + 1 < self.timesteps:  # that "done" ended a step, not its
+                    self.done_events.append((rel, r))  # part in the loop: the release does
         self._active = [r for r in self._active if r not in gone]
         self._planner = self._new_planner(self._remaining)
         self._maybe_next_step(at)
@@ -356,8 +371,9 @@ class LoopRun:
             sent = t - req[rank]
             if s >= removed_at[rank]:  # removed: its request is answered "no more work"
                 heappop(heap)
-                self._done[rank] = s + asg[rank]
-                self.done_events.append((self._done[rank], rank))
+                self._done[rank] = rel = s + asg[rank]
+                self.done_events.append((rel, rank))
+                self.release_events.append((rel, rank))
                 if self._stop_at_done:
                     break
                 continue
