@@ -14,7 +14,7 @@ from cosim.bls import BatchConfig, BatchScheduler, policies, simulate_batch
 from cosim.bls.policies import easy
 from cosim.bls.policies.base import PassView
 from cosim.bls.profile import Profile
-from cosim.bls.rigid import RigidApps
+from cosim.testing.rigid_reference import RigidApps
 from cosim.bls.state import ClusterState
 from cosim.platform.allocation import spread_pes
 from cosim.core.engine import EventQueue

@@ -50,18 +50,21 @@ def _mpi_run(tmp_path, k, *extra, timeout=300):
                           cwd=tmp_path)
 
 
-@pytest.mark.parametrize("technique, rca", [("AF", "yield"), ("GSS", "full")])
-def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca):
+@pytest.mark.parametrize("technique, rca, malleable", [("AF", "yield", "none"),
+                                                       ("GSS", "full", "none"),
+                                                       ("SS", "off", "equi")])
+def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca, malleable):
     from cosim.cli import main
 
     esp = tmp_path / "esp16.swf"
     assert main(["workload", "esp", "--app", "mandelbrot", "--hosts", "16", "--seed", "2",
-                 "-o", str(esp)]) == 0
+                 "-o", str(esp)] + (["--malleable"] if malleable != "none" else [])) == 0
     outs = {}
     for k in (1, 2, 3):
         out = tmp_path / f"n{k}"
         proc = _mpi_run(tmp_path, k, "--workload", str(esp), "--hosts", "16",
                         "--technique", technique, "--rca", rca, "--exclusion-ok", "all",
+                        "--malleable", malleable,
                         "--app-overrides", "width=48", "--out", str(out), "--json")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         summary = json.loads(proc.stdout)
@@ -73,10 +76,16 @@ def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca):
         h5 = (tables.jobs.tobytes(), tables.allocations.tobytes(), tables.workers.tobytes(),
               dict(tables.metrics))
         excl = {key: summary["stats"][key] for key in ("exclusion_requests",
-                                                         "exclusions_accepted", "hosts_excluded")}
+                                                         "exclusions_accepted", "hosts_excluded",
+                                                         "shrinks", "expands", "pes_released")}
+        rollbacks = summary["stats"]["rollbacks"]  # depends on how far ranks ran ahead
         outs[k] = ((out / "jobs.csv").read_bytes(), (out / "schedule.swf").read_bytes(), metrics,
                    excl, h5)
     assert outs[1] == outs[2] == outs[3]
+    if malleable != "none":  # AC13: resizes really happened, and apps ran ahead of some
+        assert outs[1][3]["shrinks"] > 0 and outs[1][3]["expands"] > 0
+        assert rollbacks > 0  # AC12/AC13: commands stamped before an app's run-ahead
+        return
     assert outs[1][2]["lends"] > 0  # RCA really lent hosts in this scenario
     if rca == "full":
         assert outs[1][3]["hosts_excluded"] > 0  # and apps gave up hosts when asked

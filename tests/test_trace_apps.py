@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cosim.als.trace_apps import TraceApps
-from cosim.bls.rigid import RigidApps
+from cosim.testing.rigid_reference import RigidApps
 from cosim.core.indexset import IndexSet
 from cosim.errors import ProtocolError
 from cosim.protocol.endpoint import AlsTotals

@@ -1,7 +1,8 @@
 """The application level of one ALS rank: the running apps of the jobs assigned to it.
 
-`AppSimulator` has the interface of `cosim.bls.rigid.RigidApps` (`apply` commands, `advance`
-to a granted tick returning facts, `promise`), so the coordinator drives both the same way.
+`AppSimulator` is an application-level endpoint (`cosim.protocol.endpoint`: `apply`
+commands, `advance` to a granted tick returning facts, `promise`, `totals`), as the trace
+apps are, so the coordinator drives both the same way.
 `StartApp` at t creates the job's loop (`LoopRun`) on its PEs — those of ``pe_set`` in that
 (ascending) order when it is given (rank r on ``pe_set[r]``, the master on ``pe_set[0]``; its
 length must be ``pes`` and its PEs on ``hosts``), else placed by

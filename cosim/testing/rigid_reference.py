@@ -1,8 +1,9 @@
-"""The local application level for rigid jobs: apps whose run time is known from the trace.
+"""A test oracle: the rigid-only application level cosim had before trace apps could be resized.
 
-`RigidApps` plays an ALS rank for jobs whose app is ``rigid``: it receives the batch level's
-commands and produces the facts a real app would, so the scheduler is the same whether apps
-are rigid and local or simulated on MPI ranks. Who produces what:
+`RigidApps` is the simplest possible endpoint for jobs whose run time is known from the trace
+(no runtime model, no resize); `cosim.als.trace_apps.TraceApps` must produce exactly its facts
+and promises for jobs that are never resized, which the tests check on random workloads. Who
+produces what:
 
 - `StartApp` at t -> `AppStarted` at t and, if no kill comes first, `AppCompleted(completed)`
   at t + runtime (a zero runtime completes at t itself);
