@@ -461,3 +461,11 @@ def test_resizes_of_one_job_never_go_back_in_time():
     apps = _running()
     with pytest.raises(ProtocolError, match="not running"):
         apps.apply([ShrinkApp(time=1001 * S, job_id=1, pes=pes(7))])  # it ends at 1000 s
+
+
+@given(st.sets(st.integers(0, 8 * 6 - 1), min_size=1, max_size=40), st.sampled_from([1, 3, 6]))
+def test_per_host_counts_from_runs_equal_the_array_count(pes, cores):
+    apps = TraceApps({}, pe_hosts(48 // cores, cores))
+    s = IndexSet.of(pes)
+    hosts, counts = np.unique(np.array(sorted(pes)) // cores, return_counts=True)
+    assert apps._counts(s) == (hosts.tolist(), counts.tolist())

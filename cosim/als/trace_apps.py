@@ -39,7 +39,7 @@ import numpy as np
 
 from cosim.core.clock import to_ticks
 from cosim.core.engine import EventQueue
-from cosim.core.indexset import EMPTY, IndexSet
+from cosim.core.indexset import EMPTY, IndexSet, sorted_counts
 from cosim.errors import ProtocolError
 from cosim.platform.allocation import spread_pes
 from cosim.protocol.endpoint import AlsTotals
@@ -96,11 +96,16 @@ class TraceApps:
         Global PE index -> host index (`Platform.pe_hosts`, host-major).
     """
 
-    __slots__ = ("_jobs", "_pe_hosts", "_events", "_pending", "_state", "_clock")
+    __slots__ = ("_jobs", "_pe_hosts", "_cores", "_events", "_pending", "_state", "_clock")
 
     def __init__(self, jobs: Mapping[int, Job], pe_hosts: np.ndarray) -> None:
         self._jobs = jobs
         self._pe_hosts = np.asarray(pe_hosts, dtype=np.int64)
+        # hosts of equal core counts (the usual case): PE -> host is arithmetic
+        k = int(np.count_nonzero(self._pe_hosts == 0)) if self._pe_hosts.size else 0
+        uniform = k > 0 and np.array_equal(self._pe_hosts,
+                                           np.arange(self._pe_hosts.size) // k)
+        self._cores = k if uniform else 0
         self._events: EventQueue[Fact] = EventQueue()
         self._pending: dict[int, list] = {}  # job id -> handle of its pending completion
         # job id -> its StartApp while it runs unresized on the reference allocation (the
@@ -184,9 +189,34 @@ class TraceApps:
 
     # -- the models ---------------------------------------------------------------------------
     def _counts(self, pes: IndexSet) -> tuple[list[int], list[int]]:
-        """The hosts of `pes` (ascending) and the PEs on each."""
-        hosts, counts = np.unique(self._pe_hosts[pes.to_array()], return_counts=True)
-        return hosts.tolist(), counts.tolist()
+        """The hosts of `pes` (ascending) and the PEs on each (from the runs of `pes`, in
+        O(runs + hosts) list work, when hosts have equal core counts)."""
+        k = self._cores
+        if not k:
+            hosts_a, counts_a = sorted_counts(self._pe_hosts[pes.to_array()])  # ascending
+            return hosts_a.tolist(), counts_a.tolist()
+        hosts: list[int] = []
+        counts: list[int] = []
+        for f, c in pes.runs:
+            e = f + c
+            h0, h1 = f // k, (e - 1) // k
+            if h0 == h1:
+                parts = [(h0, c)]
+            else:
+                parts = [(h0, k - f % k)]
+                if h1 > h0 + 1:
+                    parts.append((h0 + 1, -1))  # the full hosts h0+1 .. h1-1
+                parts.append((h1, (e - 1) % k + 1))
+            for h, n in parts:
+                if n < 0:
+                    hosts.extend(range(h0 + 1, h1))
+                    counts.extend([k] * (h1 - h0 - 1))
+                elif hosts and hosts[-1] == h:
+                    counts[-1] += n
+                else:
+                    hosts.append(h)
+                    counts.append(n)
+        return hosts, counts
 
     def _reference_pes(self, hosts: Sequence[int], pes: int) -> IndexSet:
         """The spread rule's global PEs (`job_pe_indices`) as runs, without listing them."""

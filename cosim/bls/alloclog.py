@@ -63,7 +63,8 @@ class AllocLog:
 
     def extend(self, **columns: np.ndarray | int) -> None:
         """Append many rows at once: one array (or scalar, repeated) per field."""
-        n = max(v.size if isinstance(v, np.ndarray) else 1 for v in columns.values())
+        sizes = [v.size for v in columns.values() if isinstance(v, np.ndarray)]
+        n = sizes[0] if sizes else 1
         if n == 0:
             return
         cols = self._cols

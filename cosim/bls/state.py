@@ -44,7 +44,7 @@ import numpy as np
 from cosim.bls.alloclog import (
     BORROWED, OWN, YIELDED, AllocLog, merge_host_runs, rows_from_pes,
 )
-from cosim.core.indexset import IndexSet
+from cosim.core.indexset import EMPTY, IndexSet
 from cosim.errors import ProtocolError
 from cosim.platform.allocation import spread_pes
 from cosim.workload.jobs import Job
@@ -120,11 +120,11 @@ class _Run:
     __slots__ = ("alloc", "idx", "pes", "releasing", "ever", "pe_ticks", "shrinks",
                  "expands", "pes_start")
 
-    def __init__(self, alloc: Allocation, idx: np.ndarray, pes: np.ndarray | None) -> None:
+    def __init__(self, alloc: Allocation, idx: np.ndarray, pes: IndexSet | None) -> None:
         self.alloc = alloc
         self.idx = idx
         self.pes = pes
-        self.releasing: set[int] = set()
+        self.releasing: IndexSet = EMPTY
         self.ever: IndexSet | None = None  # hosts it had PEs on and left (resizes)
         self.pe_ticks = 0
         self.shrinks = 0
@@ -211,11 +211,11 @@ class ClusterState:
 
     def pes_of(self, job_id: int) -> IndexSet:
         """Global PEs running job `job_id` holds (those it is releasing included)."""
-        return IndexSet.from_sorted(self._pe_array(self._runs[job_id]))
+        return self._pe_set(self._runs[job_id])
 
     def releasing(self, job_id: int) -> IndexSet:
         """PEs of running job `job_id` that a shrink took and the app has not released yet."""
-        return IndexSet.of(self._runs[job_id].releasing)
+        return self._runs[job_id].releasing
 
     def running_ends(self) -> tuple[tuple[int, int, int, int], ...]:
         """``(estimated end, job id, hosts freed at its end, start)`` of running jobs, sorted.
@@ -263,28 +263,40 @@ class ClusterState:
             raise ProtocolError(f"job {jid}: more PEs than cores on a host")
         if self.lendable:
             self._borrow(jid, idx, now)
-        pe_user = self.pe_user
-        used = self.used_pes
-        if extra:
-            pe_user[idx[:extra], :base + 1] = jid
-            used[idx[:extra]] = base + 1
-            if base:
-                pe_user[idx[extra:], :base] = jid
-            used[idx[extra:]] = base
-        else:
-            pe_user[idx, :base] = jid
-            used[idx] = base
-        self.user[idx] = jid
-        free[idx] = False
+        hostset = IndexSet.from_sorted(idx)
+        self._fill(hostset, base, extra, jid)
         self.free_hosts -= job.hosts
         self.free_pes -= job.pes
-        alloc = Allocation(job=job, hosts=IndexSet.from_sorted(idx), start=now,
+        alloc = Allocation(job=job, hosts=hostset, start=now,
                            estimated_end=now + job.walltime, pes=job.pes,
                            master=int(idx[0]) * self.n_cores)
         self.running[jid] = alloc
         self._runs[jid] = _Run(alloc, idx, None)
         insort(self._ends, (alloc.estimated_end, jid, job.hosts, now))
         return alloc
+
+    def _fill(self, hosts: IndexSet, base: int, extra: int, jid: int) -> None:
+        """Mark the spread rule's PEs of whole `hosts` as used by `jid` (-1: freed), with
+        slices over the runs of hosts (first-fit allocations are one or two runs)."""
+        pe_user, used, user, free = self.pe_user, self.used_pes, self.user, self._free_ro
+        busy = jid >= 0
+        seen = 0
+        for first, n in hosts.runs:
+            k = min(n, extra - seen) if extra > seen else 0  # hosts taking base + 1 PEs
+            stop = first + n
+            if busy:
+                if k:
+                    pe_user[first:first + k, :base + 1] = jid
+                    used[first:first + k] = base + 1
+                if n > k:
+                    pe_user[first + k:stop, :base] = jid
+                    used[first + k:stop] = base
+            else:
+                pe_user[first:stop] = -1
+                used[first:stop] = 0
+            user[first:stop] = jid
+            free[first:stop] = not busy
+            seen += n
 
     def allocate_pes(self, job: Job, pes: IndexSet, now: int) -> Allocation:
         """Give the free PEs `pes` (global indices) to `job` from `now` on (explicit form).
@@ -293,48 +305,87 @@ class ClusterState:
         jid = job.id
         if jid in self.running:
             raise ProtocolError(f"job {jid} is already running")
-        arr = self._take(jid, pes, now)
-        alloc = Allocation(job=job, hosts=IndexSet.from_sorted(np.unique(arr // self.n_cores)),
-                           start=now, estimated_end=now + job.walltime, pes=len(arr),
-                           master=int(arr[0]))
+        hosts = self._take(jid, pes, now)
+        alloc = Allocation(job=job, hosts=hosts, start=now, estimated_end=now + job.walltime,
+                           pes=len(pes), master=pes[0])
         self.running[jid] = alloc
-        run = _Run(alloc, alloc.hosts.to_array(), arr)
-        self._runs[jid] = run
+        self._runs[jid] = _Run(alloc, hosts.to_array(), pes)
         insort(self._ends, (alloc.estimated_end, jid, -1, now))
         return alloc
 
-    def _take(self, jid: int, pes: IndexSet, now: int) -> np.ndarray:
-        """Mark free PEs as used by `jid` (explicit form); returns them as a sorted array."""
-        arr = pes.to_array()
-        if arr.size == 0:
-            raise ProtocolError(f"job {jid}: an allocation needs at least one PE")
-        if arr[0] < 0 or arr[-1] >= self.n_pes:
-            raise ProtocolError(f"job {jid}: PE index out of range")
-        h, c = np.divmod(arr, self.n_cores)
-        if (self.pe_user[h, c] >= 0).any():
-            raise ProtocolError(f"job {jid}: PE already in use")
-        if self._lender and np.isin(h, np.fromiter(self._lender, dtype=np.int64)).any():
-            raise ProtocolError(f"job {jid}: PEs on a host lent by RCA")
-        self.pe_user[h, c] = jid
-        self._since[h, c] = now
-        self._role[h, c] = OWN
-        self._owner[h, c] = jid
-        hosts, n = np.unique(h, return_counts=True)
-        was_free = self.used_pes[hosts] == 0
-        self.used_pes[hosts] += n
-        self._free_ro[hosts] = False
-        self.free_hosts -= int(was_free.sum())
-        self.free_pes -= arr.size
-        self._refresh_users(hosts)
-        return arr
+    def _hosts_of(self, pes: IndexSet) -> IndexSet:
+        """The hosts the PEs are on (O(runs))."""
+        k = self.n_cores
+        spans: list[tuple[int, int]] = []
+        for f, c in pes.runs:
+            h0, h1 = f // k, (f + c - 1) // k
+            if spans and h0 <= spans[-1][0] + spans[-1][1]:
+                last = spans[-1]
+                spans[-1] = (last[0], max(last[1], h1 + 1 - last[0]))
+            else:
+                spans.append((h0, h1 + 1 - h0))
+        return IndexSet.from_runs(spans)
 
-    def _refresh_users(self, hosts: np.ndarray) -> None:
-        """Recompute `user` (sole user, -1 free, -2 shared) of `hosts`."""
-        rows = self.pe_user[hosts]
-        first = rows.max(axis=1)
-        busy = np.where(rows >= 0, rows, first[:, None])
-        shared = (busy != first[:, None]).any(axis=1)
-        self.user[hosts] = np.where(shared, -2, first)
+    def _count(self, pes: IndexSet, sign: int) -> None:
+        """Add ``sign`` x the PEs of `pes` to `used_pes` of their hosts (O(runs))."""
+        k, used = self.n_cores, self.used_pes
+        for f, c in pes.runs:
+            h0, h1 = f // k, (f + c - 1) // k
+            if h0 == h1:
+                used[h0] += sign * c
+            else:
+                used[h0] += sign * (k - f % k)
+                if h1 > h0 + 1:
+                    used[h0 + 1:h1] += sign * k
+                used[h1] += sign * ((f + c - 1) % k + 1)
+
+    def _hosts_changed(self, hosts: IndexSet) -> None:
+        """Refresh the free mask, the free host count and `user` of `hosts` after `used_pes`
+        and `pe_user` changed there."""
+        free, used, user = self._free_ro, self.used_pes, self.user
+        for h0, n in hosts.runs:
+            h1 = h0 + n
+            before = int(np.count_nonzero(free[h0:h1]))
+            now_free = used[h0:h1] == 0
+            free[h0:h1] = now_free
+            self.free_hosts += int(np.count_nonzero(now_free)) - before
+            rows = self.pe_user[h0:h1]
+            first = rows.max(axis=1)
+            shared = (np.where(rows >= 0, rows, first[:, None]) != first[:, None]).any(axis=1)
+            user[h0:h1] = np.where(shared, -2, first)
+
+    def _take(self, jid: int, pes: IndexSet, now: int) -> IndexSet:
+        """Mark free PEs as used by `jid` (explicit form); returns their hosts."""
+        if not len(pes):
+            raise ProtocolError(f"job {jid}: an allocation needs at least one PE")
+        if pes[-1] >= self.n_pes:
+            raise ProtocolError(f"job {jid}: PE index out of range")
+        flat = self.pe_user.reshape(-1)
+        for f, c in pes.runs:
+            if (flat[f:f + c] >= 0).any():
+                raise ProtocolError(f"job {jid}: PE already in use")
+        hosts = self._hosts_of(pes)
+        if self._lender and any(h in hosts for h in self._lender):
+            raise ProtocolError(f"job {jid}: PEs on a host lent by RCA")
+        since, role, owner = (a.reshape(-1) for a in (self._since, self._role, self._owner))
+        for f, c in pes.runs:
+            flat[f:f + c] = jid
+            since[f:f + c] = now
+            role[f:f + c] = OWN
+            owner[f:f + c] = jid
+        self._count(pes, 1)
+        self.free_pes -= len(pes)
+        self._hosts_changed(hosts)
+        return hosts
+
+    def _give_back(self, pes: IndexSet) -> None:
+        """Mark PEs free (explicit form)."""
+        flat = self.pe_user.reshape(-1)
+        for f, c in pes.runs:
+            flat[f:f + c] = -1
+        self._count(pes, -1)
+        self.free_pes += len(pes)
+        self._hosts_changed(self._hosts_of(pes))
 
     def _borrow(self, jid: int, idx: np.ndarray, now: int) -> None:
         """Record the lendable hosts among `idx` as borrowed by `jid` (their owners keep them)."""
@@ -372,12 +423,13 @@ class ClusterState:
             raise ProtocolError(f"job {jid}: a job with RCA yields or borrowed hosts cannot be "
                                 "resized")
         self._log_whole(run, now)
-        arr = self._pe_array(run)
-        h, c = np.divmod(arr, self.n_cores)
-        self._since[h, c] = now
-        self._role[h, c] = OWN
-        self._owner[h, c] = jid
-        run.pes = arr
+        pes = self._pe_set(run)
+        since, role, owner = (a.reshape(-1) for a in (self._since, self._role, self._owner))
+        for f, c in pes.runs:
+            since[f:f + c] = now
+            role[f:f + c] = OWN
+            owner[f:f + c] = jid
+        run.pes = pes
         i = bisect_left(self._ends, (run.alloc.estimated_end, jid))
         e, j, _, s = self._ends[i]
         self._ends[i] = (e, j, -1, s)
@@ -390,18 +442,17 @@ class ClusterState:
         run = self._runs.get(job_id)
         if run is None:
             raise ProtocolError(f"shrink of job {job_id}, which is not running")
-        arr = pes.to_array()
-        held = self._pe_array(run)
-        if arr.size == 0 or not np.isin(arr, held).all():
+        held = self._pe_set(run)
+        if not len(pes) or not pes.issubset(held):
             raise ProtocolError(f"shrink of job {job_id}: PEs it does not hold")
-        if run.releasing.intersection(arr.tolist()):
+        if not pes.isdisjoint(run.releasing):
             raise ProtocolError(f"shrink of job {job_id}: PEs already being released")
         if run.alloc.master in pes:
             raise ProtocolError(f"shrink of job {job_id}: its master PE {run.alloc.master}")
-        if arr.size + len(run.releasing) >= held.size:
+        if len(pes) + len(run.releasing) >= len(held):
             raise ProtocolError(f"shrink of job {job_id}: it would keep no PE")
         self._explicit(job_id, now)
-        run.releasing.update(arr.tolist())
+        run.releasing = run.releasing.union(pes)
         run.shrinks += 1
 
     def release_pes(self, job_id: int, pes: IndexSet, now: int) -> None:
@@ -409,22 +460,13 @@ class ClusterState:
         run = self._runs.get(job_id)
         if run is None:
             raise ProtocolError(f"job {job_id} releases PEs but is not running")
-        arr = pes.to_array()
-        if not run.releasing.issuperset(arr.tolist()):
+        if not pes.issubset(run.releasing):
             raise ProtocolError(f"job {job_id} releases PEs it was not asked for")
-        run.releasing.difference_update(arr.tolist())
-        self._log_pes(run, arr, now)
-        h, c = np.divmod(arr, self.n_cores)
-        self.pe_user[h, c] = -1
-        hosts, n = np.unique(h, return_counts=True)
-        self.used_pes[hosts] -= n
-        now_free = self.used_pes[hosts] == 0
-        self._free_ro[hosts[now_free]] = True
-        self.free_hosts += int(now_free.sum())
-        self.free_pes += arr.size
-        self._refresh_users(hosts)
-        run.pes = np.setdiff1d(run.pes, arr, assume_unique=True)
-        self._update_hosts(run, now)
+        run.releasing = run.releasing.difference(pes)
+        self._log_pes(run, pes, now)
+        self._give_back(pes)
+        run.pes = run.pes.difference(pes)
+        self._update_hosts(run)
 
     def expand(self, job_id: int, pes: IndexSet, now: int) -> None:
         """Give the free PEs `pes` to running job `job_id` from `now` on."""
@@ -432,20 +474,19 @@ class ClusterState:
         if run is None:
             raise ProtocolError(f"expand of job {job_id}, which is not running")
         self._explicit(job_id, now)
-        arr = self._take(job_id, pes, now)
-        run.pes = np.union1d(run.pes, arr)
+        self._take(job_id, pes, now)
+        run.pes = run.pes.union(pes)
         run.expands += 1
-        self._update_hosts(run, now)
+        self._update_hosts(run)
 
-    def _update_hosts(self, run: _Run, now: int) -> None:
-        hosts = np.unique(run.pes // self.n_cores)
+    def _update_hosts(self, run: _Run) -> None:
         old = run.alloc.hosts
-        new = IndexSet.from_sorted(hosts)
+        new = self._hosts_of(run.pes)
         if new != old:
             run.ever = (old if run.ever is None else run.ever).union(new)
-        run.idx = hosts
+            run.idx = new.to_array()
         run.alloc = self.running[run.alloc.job.id] = replace(run.alloc, hosts=new,
-                                                             pes=int(run.pes.size))
+                                                             pes=len(run.pes))
 
     def set_limit(self, job_id: int, estimated_end: int) -> None:
         """Running job `job_id` is now expected to end at `estimated_end` (a resize moved it)."""
@@ -537,26 +578,14 @@ class ClusterState:
                         shrinks=run.shrinks, expands=run.expands, pes_start=run.pes_start)
 
     def _release_explicit(self, jid: int, run: _Run, end: int) -> None:
-        arr = run.pes
-        self._log_pes(run, arr, end)
-        h, c = np.divmod(arr, self.n_cores)
-        self.pe_user[h, c] = -1
-        hosts, n = np.unique(h, return_counts=True)
-        self.used_pes[hosts] -= n
-        now_free = self.used_pes[hosts] == 0
-        self._free_ro[hosts[now_free]] = True
-        self.free_hosts += int(now_free.sum())
-        self.free_pes += arr.size
-        self._refresh_users(hosts)
+        self._log_pes(run, run.pes, end)
+        self._give_back(run.pes)
 
     def _release_whole(self, jid: int, run: _Run, rec: _Rca | None, end: int) -> None:
         idx = run.idx
         self._log_whole(run, end, rec)
         if rec is None:  # it owned and used every one of its hosts
-            self.pe_user[idx, :] = -1
-            self.user[idx] = -1
-            self.used_pes[idx] = 0
-            self._free_ro[idx] = True
+            self._fill(run.alloc.hosts, 0, 0, -1)
             self.free_hosts += len(idx)
             self.free_pes += run.alloc.pes
             return
@@ -587,31 +616,33 @@ class ClusterState:
                     self._tail[h] = end
 
     # -- the log --------------------------------------------------------------------------
-    def _pe_array(self, run: _Run) -> np.ndarray:
-        """A job's global PEs, sorted."""
+    def _pe_set(self, run: _Run) -> IndexSet:
+        """A job's global PEs."""
         if run.pes is not None:
             return run.pes
         c = self.n_cores
-        counts = run.counts
-        k = int(counts.max())
-        grid = run.idx[:, None] * c + np.arange(k)[None, :]
-        return grid[np.arange(k)[None, :] < counts[:, None]]
+        base, extra = divmod(run.alloc.pes, len(run.idx))
+        if base == c:  # whole hosts, every core: the runs of its hosts
+            return IndexSet.from_runs((f * c, n * c) for f, n in run.alloc.hosts.runs)
+        hosts = run.idx.tolist()
+        return IndexSet.from_runs((h * c, base + (i < extra)) for i, h in enumerate(hosts))
 
-    def _log_pes(self, run: _Run, arr: np.ndarray, end: int) -> None:
-        """Close the open intervals of a job on its PEs `arr` (explicit form) at `end`."""
+    def _log_pes(self, run: _Run, pes: IndexSet, end: int) -> None:
+        """Close the open intervals of a job on its PEs `pes` (explicit form) at `end`."""
         jid = run.alloc.job.id
-        h, c = np.divmod(arr, self.n_cores)
-        since, role, owner = self._since[h, c], self._role[h, c], self._owner[h, c]
-        host, hosts, core, pes, since, role, owner = rows_from_pes(arr, self.n_cores, since,
-                                                                   role, owner)
+        arr = pes.to_array()
+        since, role, owner = (a.reshape(-1)[arr] for a in (self._since, self._role,
+                                                            self._owner))
+        host, hosts, core, n, since, role, owner = rows_from_pes(arr, self.n_cores, since,
+                                                                 role, owner)
         keep = end > since
         if not keep.all():
-            host, hosts, core, pes, since, role, owner = (
-                x[keep] for x in (host, hosts, core, pes, since, role, owner))
-        self.log.extend(job=jid, host=host, hosts=hosts, core=core, pes=pes, start=since,
+            host, hosts, core, n, since, role, owner = (
+                x[keep] for x in (host, hosts, core, n, since, role, owner))
+        self.log.extend(job=jid, host=host, hosts=hosts, core=core, pes=n, start=since,
                         end=end, role=role, owner=owner)
         busy = role != YIELDED
-        run.pe_ticks += int((hosts * pes * (end - since))[busy].sum())
+        run.pe_ticks += int((hosts * n * (end - since))[busy].sum())
 
     def _log_whole(self, run: _Run, end: int, rec: _Rca | None = None) -> None:
         """Close every open interval of a whole-host job at `end` (a yield ends a host's busy

@@ -19,7 +19,7 @@ from typing import Any, overload
 
 import numpy as np
 
-__all__ = ["IndexSet", "EMPTY"]
+__all__ = ["IndexSet", "EMPTY", "sorted_counts"]
 
 
 class IndexSet(Sequence[int]):
@@ -55,7 +55,10 @@ class IndexSet(Sequence[int]):
         """From any iterable of non-negative integers (sorted and de-duplicated here)."""
         if isinstance(values, IndexSet):
             return values
-        a = np.unique(np.fromiter((int(v) for v in values), dtype=np.int64))
+        if isinstance(values, np.ndarray):
+            a = np.unique(values.astype(np.int64, copy=False))
+        else:
+            a = np.unique(np.fromiter((int(v) for v in values), dtype=np.int64))
         if a.size and a[0] < 0:
             raise ValueError("indices must be >= 0")
         return cls.from_sorted(a)
@@ -170,27 +173,60 @@ class IndexSet(Sequence[int]):
     def __reduce__(self) -> tuple[Any, ...]:
         return (IndexSet, (self._first, self._count))
 
-    # -- set algebra ----------------------------------------------------------------------
+    # -- set algebra (on the runs: O(runs), whatever the number of elements) -------------------
     def union(self, other: Iterable[int]) -> IndexSet:
         """Elements of either set."""
-        return IndexSet.from_sorted(np.union1d(self.to_array(), _array(other)))
+        o = IndexSet.of(other)
+        spans = sorted(zip(self._first + o._first, self._count + o._count))
+        first: list[int] = []
+        count: list[int] = []
+        for f, c in spans:
+            if first and f <= first[-1] + count[-1]:  # overlaps or touches the last run
+                count[-1] = max(count[-1], f + c - first[-1])
+            else:
+                first.append(f)
+                count.append(c)
+        return IndexSet(tuple(first), tuple(count)) if first else EMPTY
 
     def difference(self, other: Iterable[int]) -> IndexSet:
         """Elements of this set that are not in `other`."""
-        return IndexSet.from_sorted(np.setdiff1d(self.to_array(), _array(other),
-                                                 assume_unique=True))
+        o = IndexSet.of(other)
+        if not o._first or not self._first:
+            return self
+        out: list[tuple[int, int]] = []
+        of, oc = o._first, o._count
+        j, m = 0, len(of)
+        for f, c in zip(self._first, self._count):
+            a, b = f, f + c
+            while j < m and of[j] + oc[j] <= a:  # runs of `other` wholly before this one
+                j += 1
+            k = j
+            while a < b and k < m and of[k] < b:
+                if of[k] > a:
+                    out.append((a, of[k] - a))
+                a = max(a, of[k] + oc[k])
+                k += 1
+            if a < b:
+                out.append((a, b - a))
+        return IndexSet.from_runs(out)
 
     def issubset(self, other: Iterable[int]) -> bool:
         """True if every element is in `other`."""
         return len(self.difference(other)) == 0
 
+    def isdisjoint(self, other: Iterable[int]) -> bool:
+        """True if no element is in `other`."""
+        return len(self.difference(other)) == self._len
 
-def _array(values: Iterable[int]) -> np.ndarray:
-    if isinstance(values, IndexSet):
-        return values.to_array()
-    if isinstance(values, np.ndarray):
-        return values.astype(np.int64, copy=False)
-    return np.fromiter((int(v) for v in values), dtype=np.int64)
+
+def sorted_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of an ascending array and how often each occurs (no hashing, no
+    sort: what ``np.unique(values, return_counts=True)`` gives for sorted input)."""
+    a = np.asarray(values)
+    if a.size == 0:
+        return a, np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], a[1:] != a[:-1])))
+    return a[starts], np.diff(np.append(starts, a.size))
 
 
 EMPTY = IndexSet()

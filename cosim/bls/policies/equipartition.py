@@ -117,6 +117,14 @@ def targets(n: int, jobs: list[tuple[int, int, int]], share: str = "additive") -
     return alloc
 
 
+def _member(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Mask of the elements of `a` found in ascending `b`."""
+    if b.size == 0:
+        return np.zeros(a.size, dtype=bool)
+    pos = np.minimum(np.searchsorted(b, a), b.size - 1)
+    return b[pos] == a
+
+
 def _limit(alloc, old: int, new: int, now: int) -> int:
     """The estimated end after a resize from `old` to `new` PEs (ratio of PEs)."""
     remaining = max(0, alloc.estimated_end - now)
@@ -156,12 +164,15 @@ def decide(view: DynamicView, params: Params) -> Plan:
         alloc = running[jid]
         extra = eff[jid] - target[jid]
         if extra > 0 and alloc.job.resizable:
-            mine = cluster.pes_of(jid).to_array()
-            gone = cluster.releasing(jid)
-            keep = mine[(mine != alloc.master) & ~np.isin(mine, np.asarray(gone))]
+            keep = cluster.pes_of(jid).difference(cluster.releasing(jid)).difference(
+                (alloc.master,)).to_array()
             give = keep[-extra:]
             resizes.append(Shrink(job_id=jid, pes=IndexSet.from_sorted(give),
                                   limit=_limit(alloc, eff[jid], target[jid], now)))
+    growing = [jid for jid in sorted(running)
+               if running[jid].job.resizable and target[jid] > eff[jid]]
+    if not (admitted or growing) or cluster.free_pes == 0:
+        return Plan(resizes=tuple(resizes))
     pool = cluster.free_pe_array()
     starts: list[Start] = []
     waiting = 0
@@ -173,19 +184,17 @@ def decide(view: DynamicView, params: Params) -> Plan:
         else:
             waiting += need
     surplus = len(pool) - waiting
-    for jid in sorted(running):
+    for jid in growing:
         if surplus <= 0:
             break
         alloc = running[jid]
-        short = target[jid] - eff[jid]
-        if short <= 0 or not alloc.job.resizable:
-            continue
-        k = min(short, surplus)
-        near = np.isin(pool // cluster.n_cores, alloc.hosts.to_array())
-        chosen = np.sort(np.concatenate((pool[near], pool[~near]))[:k])
+        k = min(target[jid] - eff[jid], surplus)
+        near = _member(pool // cluster.n_cores, alloc.hosts.to_array())
+        order = np.concatenate((np.flatnonzero(near), np.flatnonzero(~near)))[:k]
+        chosen = np.sort(pool[order])
         resizes.append(Expand(job_id=jid, pes=IndexSet.from_sorted(chosen),
                               limit=_limit(alloc, eff[jid], eff[jid] + k, now)))
-        pool = np.setdiff1d(pool, chosen, assume_unique=True)
+        pool = np.delete(pool, order)
         surplus -= k
     return Plan(starts=tuple(starts), resizes=tuple(resizes))
 

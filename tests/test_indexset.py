@@ -1,0 +1,52 @@
+"""`IndexSet`: runs of indices behave exactly like the sorted tuple of their elements."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cosim.core.indexset import EMPTY, IndexSet, sorted_counts
+
+sets = st.sets(st.integers(0, 300), max_size=80)
+
+
+@given(sets)
+def test_a_set_is_its_sorted_tuple(xs):
+    s = IndexSet.of(xs)
+    t = tuple(sorted(xs))
+    assert s == t and tuple(s) == t and len(s) == len(t) and hash(s) == hash(t)
+    assert s.to_array().tolist() == list(t) and np.asarray(s).tolist() == list(t)
+    assert [s[i] for i in range(len(t))] == list(t) and list(reversed(s)) == list(t[::-1])
+    if t:
+        assert s[-1] == t[-1]
+    assert all((x in s) == (x in xs) for x in range(-2, 305))
+    assert pickle.loads(pickle.dumps(s)) == s
+    assert IndexSet.from_sorted(np.array(t, dtype=np.int64)) == s == IndexSet.from_runs(s.runs)
+    assert all(c >= 1 for _, c in s.runs)  # maximal runs: none touches the next
+    assert all(f1 + c1 < f2 for (f1, c1), (f2, _) in zip(s.runs, s.runs[1:]))
+
+
+@given(sets, sets)
+def test_set_algebra_matches_python_sets(a, b):
+    x, y = IndexSet.of(a), IndexSet.of(b)
+    assert x.union(y) == tuple(sorted(a | b))
+    assert x.difference(y) == tuple(sorted(a - b))
+    assert x.issubset(y) == (a <= b) and x.isdisjoint(y) == a.isdisjoint(b)
+    assert x.union(np.array(sorted(b), dtype=np.int64)) == tuple(sorted(a | b))
+
+
+@given(st.lists(st.integers(0, 20), max_size=60))
+def test_sorted_counts(values):
+    a = np.sort(np.array(values, dtype=np.int64))
+    v, c = sorted_counts(a)
+    u, n = np.unique(a, return_counts=True)
+    assert v.tolist() == u.tolist() and c.tolist() == n.tolist()
+
+
+def test_empty_and_ranges():
+    assert EMPTY == () and len(EMPTY) == 0 and IndexSet.range(3, 3) == ()
+    assert IndexSet.range(2, 6) == (2, 3, 4, 5) and repr(IndexSet.of([1, 2, 3, 7])) == \
+        "IndexSet(1-3 7)"
