@@ -22,7 +22,7 @@ from cosim.errors import InputError
 from cosim.paths import TRACES_DIR
 
 __all__ = ["RunOptions", "RunRecord", "Prepared", "prepare", "execute", "serve_als", "plan",
-           "default_out", "main_out", "write_outputs", "MAIN_WORKLOAD"]
+           "default_out", "main_out", "write_outputs", "tables_of", "MAIN_WORKLOAD"]
 
 MAIN_WORKLOAD = TRACES_DIR / "esp-mandelbrot.swf"
 RCA_MODES = ("off", "yield", "full")
@@ -197,7 +197,8 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     wall = time.perf_counter() - t0
     outcomes = tuple(result.outcomes) + _rejected(p.workload)
     w = p.workload
-    metrics = metrics_summary(outcomes, p.n_hosts)
+    metrics = metrics_summary(outcomes, p.n_hosts, cores_per_host=p.cores_per_host,
+                              allocations=result.allocations)
     summary = {
         "workload": str(opt.workload),
         "platform": p.platform.name,

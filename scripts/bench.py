@@ -159,6 +159,138 @@ def _big(repeat):
             ("EASY wall", wall, "s", None)]
 
 
+def curie_trace(n: int) -> Path:
+    """A Lublin-like trace of `n` rigid jobs for curie5040 (5,040 hosts x 16 cores), written
+    once as SWF under .cache/bench/ (whole seconds, PEs in fields 5 and 8)."""
+    import numpy as np
+
+    from cosim.paths import default_cache_dir
+    from cosim.testing.workloads import lublin_like
+
+    path = default_cache_dir() / "bench" / f"curie-lublin-{n}.swf"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        jobs = lublin_like(n, 5040, np.random.default_rng(1), load=0.9, cores=16)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w") as fh:
+            for j in jobs:
+                fh.write(f"{j.id} {j.submit // 10**9} -1 {j.runtime // 10**9} {j.pes} -1 -1 "
+                         f"{j.pes} {j.walltime // 10**9} -1 1 1 1 1 1 1 -1 -1\n")
+        tmp.replace(path)
+    return path
+
+
+@bench("run: 200,000 Lublin-like jobs on curie5040 (5,040 hosts x 16 cores), `cosim run` "
+       "with its default outputs (targets: peak < 2 GiB, whole run <= 2x the simulation)")
+def _curie(repeat):
+    import json
+    import subprocess
+    import sys
+
+    swf = curie_trace(200_000)
+    probe = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:]); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode)")
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "cosim", "run",
+                               "--workload", str(swf), "--platform", "curie5040", "--out",
+                               str(Path(tmp) / "out")], capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        maxrss_kb, rc = proc.stdout.split()[-2:]
+        if rc != "0":
+            return [(f"failed: {proc.stderr.strip()[:60]}", 0.0, "", None)]
+        summary = json.loads((Path(tmp) / "out" / "summary.json").read_text())
+    peak = int(maxrss_kb) / 1024
+    sim = summary["stats"]["wall_s"]
+    return [(f"peak RSS ({summary['jobs']:,} jobs)", peak, "MiB", None),
+            ("memory headroom: 2 GiB / peak", 2048 / peak, "x", 1.0),
+            ("whole run (start, read, simulate, write)", wall, "s", None),
+            ("simulation alone (summary stats.wall_s)", sim, "s", None),
+            ("time headroom: 2 x simulation / whole run", 2 * sim / wall, "x", 1.0),
+            ("whole run rate", summary["jobs"] / wall, "jobs/s", None)]
+
+
+@bench("bls: equipartition, Lublin-like jobs on curie5040, every job malleable (min half, "
+       "max its request; COSIM_BENCH_EQUI_JOBS, default 200,000: minutes)")
+def _equi(repeat):
+    import os
+
+    import numpy as np
+
+    from cosim.bls import BatchConfig, simulate_batch
+    from cosim.testing.workloads import lublin_like
+    from cosim.workload.marking import mark_malleable
+
+    n = int(os.environ.get("COSIM_BENCH_EQUI_JOBS", "200000"))
+    jobs = mark_malleable(lublin_like(n, 5040, np.random.default_rng(1), load=0.9, cores=16),
+                          1.0, seed=0)
+    cfg = BatchConfig(malleable="equi", walltime_kill=False)
+    wall, res = best(1, lambda: simulate_batch(jobs, n_hosts=5040, cores_per_host=16,
+                                               config=cfg))
+    st = res.stats
+    resizes = st.shrinks + st.expands
+    return [(f"{n:,} jobs: jobs/s", n / wall, "jobs/s", None),
+            (f"resizes/s ({st.shrinks:,} shrinks, {st.expands:,} expands)", resizes / wall,
+             "resizes/s", None),
+            (f"wall ({st.passes:,} passes, {len(res.allocations):,} log rows)", wall, "s", None)]
+
+
+@bench("als: trace apps, 2,000 malleable jobs of 4,096 PEs shrunk and expanded by 64 PEs in "
+       "turn (100 resizes each, ideal and worst models)")
+def _trace_resizes(repeat):
+    import numpy as np
+
+    from cosim.als.trace_apps import TraceApps
+    from cosim.core.indexset import IndexSet
+    from cosim.protocol.messages import ExpandApp, ShrinkApp, StartApp
+    from cosim.workload.jobs import Job
+    from cosim.workload.runtime_models import RuntimeModel
+
+    rows = []
+    for model in ("ideal", "worst"):
+        jobs = {i: Job(id=i, submit=0, hosts=256, pes=4096, walltime=10**15, runtime=10**15,
+                       kind="malleable", min_pes=1, max_pes=4096, model=RuntimeModel(name=model))
+                for i in range(2000)}
+        pe_hosts = np.repeat(np.arange(256 * 2000 // 16 + 256), 16)
+
+        def once():
+            apps = TraceApps(jobs, pe_hosts)
+            starts = [StartApp(time=0, job_id=i, hosts=tuple(range(256)), pes=4096,
+                               pe_set=IndexSet.range(0, 4096)) for i in range(2000)]
+            apps.apply(starts)
+            tail = IndexSet.range(4096 - 64, 4096)
+            for t in range(1, 101):
+                cmd = ShrinkApp if t % 2 else ExpandApp
+                apps.apply([cmd(time=t, job_id=i, pes=tail) for i in range(2000)])
+                apps.advance(t)
+            return 2000 * 100
+
+        wall, n = best(repeat, once)
+        rows.append((f"{model}: resizes/s", n / wall, "resizes/s", None))
+    return rows
+
+
+@bench("cosim: ESP-Mandelbrot with every job but Z malleable, equipartition, 3 techniques")
+def _esp_equi(repeat):
+    from cosim.experiment import RunOptions, execute
+    from cosim.workload.esp import make_esp
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        swf = Path(tmp) / "esp-malleable.swf"
+        make_esp(app="mandelbrot", out=swf, seed=0, malleable=True)
+        # SS (60 M chunk events) takes minutes here: each of its ~450 rollbacks replays its
+        # loop from the start
+        for technique in ("STATIC", "GSS", "FAC2"):
+            wall, rec = best(1, lambda t=technique: execute(RunOptions(
+                workload=str(swf), technique=t, malleable="equi")))
+            st = rec.summary["stats"]
+            rows.append((f"{technique}: wall ({st['shrinks']} shrinks, {st['expands']} "
+                         f"expands, {st['rollbacks']} rollbacks, {st['chunk_events']:,} chunks)",
+                         wall, "s", None))
+    return rows
+
+
 @bench("cosim: the main job, ESP-Mandelbrot on ib256, STATIC, RCA off / yield / full "
        "(target < 10 s)")
 def _main(repeat):
@@ -214,22 +346,14 @@ def _mpi(repeat):
 def _hdf5(repeat):
     from dataclasses import replace
 
-    from cosim.experiment import MAIN_WORKLOAD, RunOptions, execute, prepare
+    from cosim.experiment import MAIN_WORKLOAD, RunOptions, execute, prepare, tables_of
     from cosim.output.hdf5 import read_results, write_results
-    from cosim.output.metrics import summary
-    from cosim.output.tables import build_tables
 
-    metric_keys = tuple(summary((), 1))
     runs = []
     for rca in ("off", "yield"):
         p = prepare(RunOptions(workload=str(MAIN_WORKLOAD), rca=rca))
         rec = execute(replace(p, als=replace(p.als, record=True)))
-        s = rec.summary
-        config = {k: v for k, v in s.items() if k not in metric_keys + ("stats", "wall_s")}
-        runs.append(build_tables(rec.outcomes, run_id=f"rca-{rca}", config=config,
-                                 metrics={k: s[k] for k in metric_keys}, stats=s["stats"],
-                                 platform=rec.platform, n_hosts=rec.n_hosts, loops=rec.loops,
-                                 technique=s["technique"] or ""))
+        runs.append(tables_of(rec, f"rca-{rca}"))
     rows = sum(len(r.jobs) + len(r.allocations) + len(r.workers)
                + (0 if r.chunks is None else len(r.chunks)) for r in runs)
     with tempfile.TemporaryDirectory() as tmp:
@@ -249,7 +373,7 @@ def _otf2(repeat):
 
     from otf2.enums import GroupType, Paradigm, RegionRole, Type
 
-    from cosim.experiment import MAIN_WORKLOAD, RunOptions, execute, prepare
+    from cosim.experiment import MAIN_WORKLOAD, RunOptions, execute, prepare, tables_of
     from cosim.output.otf2_writer import (
         Otf2Writer,
         make_enter,
@@ -257,7 +381,6 @@ def _otf2(repeat):
         make_recv,
         make_send,
     )
-    from cosim.output.tables import build_tables
     from cosim.output.trace import write_trace
 
     n_locs, per = 256, 800  # x 6 events: 1,228,800 events, a third messages
@@ -302,9 +425,7 @@ def _otf2(repeat):
              None)]
     p = prepare(RunOptions(workload=str(MAIN_WORKLOAD), rca="yield"))
     rec = execute(replace(p, als=replace(p.als, record=True)))
-    tables = build_tables(rec.outcomes, run_id="main", config={}, metrics={}, stats={},
-                          platform=rec.platform, n_hosts=rec.n_hosts, loops=rec.loops,
-                          technique=rec.summary["technique"] or "")
+    tables = tables_of(rec, "main")
     with tempfile.TemporaryDirectory() as tmp:
         for level in ("full", "batch"):
             wall, c = best(repeat, lambda lv=level: write_trace(Path(tmp) / lv, tables,
@@ -317,16 +438,13 @@ def _otf2(repeat):
 
 @bench("plots: write_plots of the main job's two runs (utilization, 2 Gantts, imbalance)")
 def _plots(repeat):
-    from cosim.experiment import MAIN_WORKLOAD, RunOptions, execute, prepare
+    from cosim.experiment import MAIN_WORKLOAD, RunOptions, execute, prepare, tables_of
     from cosim.output.plots import write_plots
-    from cosim.output.tables import build_tables
 
     runs = []
     for rca in ("off", "yield"):
         rec = execute(prepare(RunOptions(workload=str(MAIN_WORKLOAD), rca=rca)))
-        runs.append(build_tables(rec.outcomes, run_id=f"rca-{rca}", config={"rca": rca},
-                                 metrics=rec.summary, stats={}, platform=rec.platform,
-                                 n_hosts=rec.n_hosts, loops=rec.loops, technique="STATIC"))
+        runs.append(tables_of(rec, f"rca-{rca}"))
     allocs = sum(len(r.allocations) for r in runs)
     with tempfile.TemporaryDirectory() as tmp:
         wall, files = best(repeat, lambda: write_plots(Path(tmp), runs))

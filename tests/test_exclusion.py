@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from cosim.als.manager import AlsConfig, AppSimulator
 from cosim.als.techniques import get
 from cosim.bls import BatchConfig
+from cosim.bls.alloclog import YIELDED
 from cosim.errors import InputError, ProtocolError
 from cosim.output.tables import build_tables
 from cosim.platform import load_platform
@@ -199,7 +200,8 @@ def workloads(draw):
 
 def _check(res, jobs):
     t = build_tables(res.outcomes, run_id="x", config={}, metrics={}, stats={},
-                     platform=PLATFORM, n_hosts=8, loops=res.loops, technique="SS")
+                     platform=PLATFORM, n_hosts=8, loops=res.loops, technique="SS",
+                     allocations=res.allocations)
     # every iteration of every app ran exactly once
     for jid, lr in res.loops.items():
         c = lr.chunks
@@ -210,10 +212,12 @@ def _check(res, jobs):
     # per host: a job uses it only while no other job's PEs are on it (a borrower may start
     # once the owner's PEs have left it: after the owner's busy end on that host)
     a = t.allocations
-    for h in np.unique(a["host"]):
-        rows = sorted(a[a["host"] == h].tolist(), key=lambda r: r[4])
-        for x, y in zip(rows, rows[1:]):
-            assert y[4] >= x[6], (h, x, y)  # next start >= previous busy end
+    busy = a[a["role"] != YIELDED]
+    for h in range(8):
+        on = busy[(busy["host"] <= h) & (h < busy["host"] + busy["hosts"])]
+        rows = sorted(zip(on["start"].tolist(), on["end"].tolist()))
+        for (_, e0), (s1, _) in zip(rows, rows[1:]):
+            assert s1 >= e0, (h, rows)  # next start >= previous busy end
     st_ = res.stats
     assert st_.exclusions_accepted <= st_.exclusion_requests
     assert st_.hosts_excluded >= st_.exclusions_accepted

@@ -22,10 +22,11 @@ backfill pass and works on PEs (the machine's N PEs, any PE to any job). One pas
 3. **Decisions.** A malleable running job above its target is shrunk by the difference
    (PEs already being released count as gone): it gives up its highest-numbered PEs, never
    its master's. Admitted jobs start, in admission order, once enough free PEs exist for
-   their whole target (the lowest-numbered free PEs): the first that cannot start keeps the
-   free PEs for itself and those after it. Free PEs beyond what waiting starts need go to
-   running malleable jobs below their target, in ascending job id, PEs on hosts the job
-   already uses first, then the lowest-numbered.
+   their whole target: the first that cannot start keeps the free PEs for itself and those
+   after it. Free PEs beyond what waiting starts need go to running malleable jobs below their
+   target, in ascending job id. Which free PEs (`pick`): for a growing job, those extending
+   its own runs of PEs first; then the smallest run of free PEs that holds the rest (best
+   fit), else the largest runs — so PE sets stay in few runs (contiguous cores, few hosts).
 
 Targets depend only on the set of jobs and their bounds, so recomputing them at every pass
 gives the same allocation as recomputing only at arrivals and completions (the paper's rule):
@@ -40,7 +41,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
 
 from cosim.bls.policies.base import DynamicPolicy, DynamicView, Expand, Plan, Shrink, Start
 from cosim.core.indexset import IndexSet
@@ -117,12 +117,46 @@ def targets(n: int, jobs: list[tuple[int, int, int]], share: str = "additive") -
     return alloc
 
 
-def _member(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Mask of the elements of `a` found in ascending `b`."""
-    if b.size == 0:
-        return np.zeros(a.size, dtype=bool)
-    pos = np.minimum(np.searchsorted(b, a), b.size - 1)
-    return b[pos] == a
+def pick(pool: IndexSet, need: int, mine: IndexSet | None = None) -> IndexSet:
+    """`need` PEs of the free `pool`, keeping PE sets in few runs (module docstring).
+
+    First the free PEs that extend the runs of `mine` (a growing job's PEs: right after each
+    of its runs, then right before, in run order); then the smallest free run that holds all
+    that is still needed (its lowest PEs; ties: the lowest run); failing one, the largest free
+    runs whole (ties: the lowest), the last one only in part.
+    """
+    out: list[tuple[int, int]] = []
+    left = need
+    free = pool
+    if mine is not None and len(mine):
+        for f, c in mine.runs:
+            for start in (f + c, f - 1):
+                if left and start >= 0 and start in free:
+                    # the free run containing `start`, taken from the job's side
+                    k = next(i for i, (g, d) in enumerate(free.runs) if g <= start < g + d)
+                    g, d = free.runs[k]
+                    if start == f + c:
+                        take = (start, min(left, g + d - start))
+                    else:
+                        n = min(left, start - g + 1)
+                        take = (start - n + 1, n)
+                    out.append(take)
+                    left -= take[1]
+                    free = free.difference(IndexSet.range(take[0], take[0] + take[1]))
+    if left:
+        runs = free.runs
+        fits = [(d, g) for g, d in runs if d >= left]
+        if fits:
+            d, g = min(fits)
+            out.append((g, left))
+        else:
+            for g, d in sorted(runs, key=lambda r: (-r[1], r[0])):
+                n = min(d, left)
+                out.append((g, n))
+                left -= n
+                if not left:
+                    break
+    return IndexSet.from_runs(sorted(out))
 
 
 def _limit(alloc, old: int, new: int, now: int) -> int:
@@ -173,14 +207,15 @@ def decide(view: DynamicView, params: Params) -> Plan:
                if running[jid].job.resizable and target[jid] > eff[jid]]
     if not (admitted or growing) or cluster.free_pes == 0:
         return Plan(resizes=tuple(resizes))
-    pool = cluster.free_pe_array()
+    pool = IndexSet.from_sorted(cluster.free_pe_array())
     starts: list[Start] = []
     waiting = 0
     for job in admitted:
         need = target[job.id]
         if waiting == 0 and need <= len(pool):
-            starts.append(Start(job=job, pes=IndexSet.from_sorted(pool[:need])))
-            pool = pool[need:]
+            pes = pick(pool, need)
+            starts.append(Start(job=job, pes=pes))
+            pool = pool.difference(pes)
         else:
             waiting += need
     surplus = len(pool) - waiting
@@ -189,12 +224,10 @@ def decide(view: DynamicView, params: Params) -> Plan:
             break
         alloc = running[jid]
         k = min(target[jid] - eff[jid], surplus)
-        near = _member(pool // cluster.n_cores, alloc.hosts.to_array())
-        order = np.concatenate((np.flatnonzero(near), np.flatnonzero(~near)))[:k]
-        chosen = np.sort(pool[order])
-        resizes.append(Expand(job_id=jid, pes=IndexSet.from_sorted(chosen),
+        pes = pick(pool, k, cluster.pes_of(jid))
+        resizes.append(Expand(job_id=jid, pes=pes,
                               limit=_limit(alloc, eff[jid], eff[jid] + k, now)))
-        pool = np.delete(pool, order)
+        pool = pool.difference(pes)
         surplus -= k
     return Plan(starts=tuple(starts), resizes=tuple(resizes))
 
