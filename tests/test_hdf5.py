@@ -34,8 +34,9 @@ from cosim.output.hdf5 import (
 )
 from cosim.output.metrics import summary
 from cosim.output.report import CSV_METRICS, report_csv, report_table
-from cosim.output.tables import RunTables, step_series
-from cosim.testing.runs import tiny_tables
+from cosim.bls.alloclog import ALLOC_DTYPE, ROLES, YIELDED
+from cosim.output.tables import JOB_DTYPE, RunTables, step_series
+from cosim.testing.runs import malleable_tables, tiny_tables
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 TABLE_NAMES = ("jobs", "allocations", "workers", "chunks")
@@ -45,6 +46,12 @@ TABLE_NAMES = ("jobs", "allocations", "workers", "chunks")
 def runs() -> list[RunTables]:
     """The tiny run with RCA yield and with RCA off (chunk tables recorded in both)."""
     return [tiny_tables(run_id="rca-yield"), tiny_tables(rca=False, run_id="rca-off")]
+
+
+@pytest.fixture(scope="module")
+def mall() -> RunTables:
+    """A malleable run under equipartition: resizes, hosts shared at PE level, no chunks."""
+    return malleable_tables()
 
 
 def assert_same(a: RunTables, b: RunTables, *, chunks: bool = True) -> None:
@@ -76,6 +83,35 @@ def test_round_trip_with_chunks(tmp_path, runs):
     assert [r.chunks for r in read_results(path, chunks=False)] == [None, None]
 
 
+def test_round_trip_of_a_malleable_run(tmp_path, runs, mall):
+    path = tmp_path / "results.h5"
+    write_results(path, [mall, runs[0]], chunks=True)
+    back, again = read_results(path)
+    assert_same(mall, back, chunks=False)
+    assert_same(runs[0], again)
+    a = back.allocations
+    assert a.dtype == ALLOC_DTYPE and (a["core"] > 0).any() and (a["hosts"] > 1).any()
+    j = back.jobs
+    assert b"malleable" in j["kind"].tolist() and (j["shrinks"] > 0).any()
+    assert (j["expands"] > 0).any() and (j["min_pes"] < j["max_pes"]).any()
+    assert back.metrics["resized_jobs"] == int(((j["shrinks"] > 0) | (j["expands"] > 0)).sum())
+    with h5py.File(path) as f:
+        d = f["runs/malleable/allocations"]
+        assert list(d.attrs["roles"]) == list(ROLES)
+        assert d.compression == "gzip"
+        series = step_series(mall)
+        for name, field in (("utilization", "busy_hosts"), ("busy_pes", "busy_pes")):
+            times, values = series[field]
+            assert np.array_equal(f[f"runs/malleable/{name}"]["time"], times)
+            assert np.array_equal(f[f"runs/malleable/{name}"][field], values)
+    # the PE-time of every job is the log's: hosts x pes x duration of its busy rows
+    busy = a[a["role"] != YIELDED]
+    pe_ticks = {int(x): 0 for x in j["id"]}
+    for r in busy:
+        pe_ticks[int(r["job"])] += int(r["hosts"]) * int(r["pes"]) * int(r["end"] - r["start"])
+    assert j["pe_seconds"].tolist() == [pe_ticks[int(x)] / 1e9 for x in j["id"]]
+
+
 def test_round_trip_without_chunks(tmp_path, runs):
     path = tmp_path / "results.h5"
     write_results(path, runs)
@@ -104,13 +140,18 @@ def test_layout_units_and_series(tmp_path, runs):
         assert units["submit"] == "ns" and units["wait_s"] == "s" and units["id"] == ""
         assert g["jobs"].dtype["start"] == np.dtype("<i8")
         assert g["chunks"].compression == "gzip" and g["chunks"].chunks is not None
+        assert list(g["allocations"].attrs["roles"]) == ["own", "borrowed", "guest",
+                                                         "yielded"]
+        assert units["pe_seconds"] == "PE s"
         series = step_series(run)
         for name, field in (("utilization", "busy_hosts"), ("running", "running"),
-                            ("queued", "queued")):
+                            ("queued", "queued"), ("busy_pes", "busy_pes")):
             key = "busy_hosts" if name == "utilization" else name
             times, values = series[key]
             assert np.array_equal(g[name]["time"], times)
             assert np.array_equal(g[name][field], values)
+        # without resizes or shared hosts, busy PEs change exactly when busy hosts do
+        assert np.array_equal(g["busy_pes"]["time"], g["utilization"]["time"])
 
 
 def test_docs_name_every_dataset_field_and_unit():
@@ -121,7 +162,7 @@ def test_docs_name_every_dataset_field_and_unit():
         (section,) = [s for s in sections if f"`{table.name}`" in s.splitlines()[0]]
         for field, unit in zip(table.dtype.names, table.units, strict=True):
             # a row of the section's field table: | `field` | `<i8` | ns | meaning |
-            row = re.search(rf"\| `{field}` \| `(?:<[if]\d|S[^`]*)` \| ([^|]*)\|", section)
+            row = re.search(rf"\| `{field}` \| `(?:<[if]\d|u1|S[^`]*)` \| ([^|]*)\|", section)
             assert row and row.group(1).strip() == unit, (table.name, field)
 
 
@@ -264,7 +305,7 @@ def _drop_field(f: h5py.File) -> None:
 
 BAD_EDITS = {
     "newer version": (lambda f: f.attrs.modify("schema_version", SCHEMA_VERSION + 1),
-                      "schema_version 2 is newer than this cosim reads"),
+                      f"schema_version {SCHEMA_VERSION + 1} is newer than this cosim reads"),
     "version zero": (lambda f: f.attrs.modify("schema_version", 0), "unknown schema_version"),
     "version text": (lambda f: f.attrs.__setitem__("schema_version", "1"), "unknown schema_version"),
     "no version": (lambda f: f.attrs.__delitem__("schema_version"), "not a cosim results"),
@@ -336,6 +377,66 @@ def test_newer_additions_are_ignored(tmp_path, runs):
     _edit(path, add)
     (back,) = read_results(path)
     assert_same(runs[0], back, chunks=False)
+
+
+# -- schema version 1 ------------------------------------------------------------------------
+
+V1_ALLOC = np.dtype([("job", "<i8"), ("host", "<i4"), ("pes", "<i4"), ("owner", "<i8"),
+                     ("start", "<i8"), ("end", "<i8"), ("busy_end", "<i8")])
+
+
+def _v1_allocations(run: RunTables) -> np.ndarray:
+    """The version 1 table of a run without resizes: one row per (job, host) over the job's
+    run, with the end of its busy part (the old writer's rows)."""
+    jobs = {int(j["id"]): j for j in run.jobs}
+    rows = {}
+    for r in run.allocations:
+        for h in range(int(r["host"]), int(r["host"] + r["hosts"])):
+            job = int(r["job"])
+            j = jobs[job]
+            key = (h, int(j["start"]), job)
+            old = rows.get(key, (job, h, 0, int(r["owner"]), int(j["start"]), int(j["end"]),
+                                 int(j["start"])))
+            busy_end = int(r["end"]) if r["role"] != YIELDED else old[6]
+            rows[key] = (job, h, max(old[2], int(r["pes"])), old[3], old[4], old[5], busy_end)
+    return np.array([rows[k] for k in sorted(rows)], dtype=V1_ALLOC)
+
+
+def _per_pe(alloc: np.ndarray, cores: int) -> list[tuple[int, ...]]:
+    return sorted((int(r["job"]), h * cores + c, int(r["start"]), int(r["end"]),
+                   int(r["role"]), int(r["owner"]))
+                  for r in alloc for h in range(int(r["host"]), int(r["host"] + r["hosts"]))
+                  for c in range(int(r["core"]), int(r["core"] + r["pes"])))
+
+
+def _make_v1(path: Path, run: RunTables) -> None:
+    """Turn a file of `run` into the version 1 layout (as cosim wrote it before the log)."""
+    with h5py.File(path, "r+") as f:
+        f.attrs.modify("schema_version", 1)
+        g = f["runs"][run.run_id]
+        jobs = g["jobs"][()]
+        del g["jobs"], g["allocations"], g["busy_pes"]
+        g["jobs"] = jobs[list(JOB_DTYPE.names[:19])]
+        g["allocations"] = _v1_allocations(run)
+
+
+def test_version_1_files_are_read_and_converted(tmp_path, runs):
+    path = tmp_path / "v1.h5"
+    run = runs[0]  # RCA yield: borrowed hosts and yielded tails
+    write_results(path, [run], chunks=True)
+    _make_v1(path, run)
+    (back,) = read_results(path)
+    assert back.jobs.dtype == JOB_DTYPE and back.allocations.dtype == ALLOC_DTYPE
+    # every job of a version 1 run is rigid and never resized: the same jobs table
+    assert back.jobs.tobytes() == run.jobs.tobytes()
+    # the same intervals on the same PEs in the same roles (one host per converted row)
+    assert (back.allocations["hosts"] == 1).all()
+    assert _per_pe(back.allocations, 2) == _per_pe(run.allocations, 2)
+    assert any(ROLES[r] == "yielded" for r in back.allocations["role"].tolist())
+    for name in ("workers", "chunks"):
+        assert getattr(back, name).tobytes() == getattr(run, name).tobytes()
+    with pytest.raises(InputError, match="cannot append to a schema_version 1 file"):
+        append_run(path, runs[1])
 
 
 # -- reports -------------------------------------------------------------------------------

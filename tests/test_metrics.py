@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cosim.bls import BatchConfig, simulate_batch
@@ -96,3 +98,73 @@ def test_no_integer_overflow_on_long_traces():
     big = [outcome(1, 0, 0, 10**9, 5040)]
     assert metrics.utilization(big, 5040) == 1.0
     assert metrics.loss_of_capacity(big + [outcome(2, 0, 10**9, 2 * 10**9, 5040)], 5040) == 0.0
+
+
+# -- resizes and PE-level utilization ----------------------------------------------------
+
+
+def test_resize_totals_and_pe_utilization_by_hand():
+    # job 1: 2 hosts x 2 PEs for 10 s = 40 PE s; job 2 shrunk once and expanded twice,
+    # using 30 PE s over [10, 15): 70 PE s over 4 hosts x 2 cores x 15 s
+    j1 = replace(outcome(1, 0, 0, 10, 2), pe_ticks=40 * S)
+    j2 = replace(outcome(2, 0, 10, 15, 3), shrinks=1, expands=2, pe_ticks=30 * S)
+    s = metrics.summary([j1, j2], 4, cores_per_host=2)
+    assert (s["shrinks"], s["expands"], s["resized_jobs"]) == (1, 2, 1)
+    assert s["pe_utilization"] == pytest.approx(70 / (4 * 2 * 15))
+    assert metrics.pe_utilization([j1, j2], 4, 2) == s["pe_utilization"]
+    # without the cores per host there is no PE utilization (the keys stay the same)
+    bare = metrics.summary([j1, j2], 4)
+    assert bare["pe_utilization"] is None and list(bare) == list(s)
+    assert metrics.summary([], 4, cores_per_host=2)["pe_utilization"] == 0.0
+
+
+def test_the_allocation_log_gives_the_same_metrics_without_resizes():
+    import numpy as np
+
+    from cosim.testing.workloads import lublin_like
+
+    jobs = lublin_like(400, 16, np.random.default_rng(5), cores=4)
+    res = simulate_batch(jobs, n_hosts=16, cores_per_host=4)
+    plain = metrics.summary(res.outcomes, 16, cores_per_host=4)
+    logged = metrics.summary(res.outcomes, 16, cores_per_host=4, allocations=res.allocations)
+    assert plain == logged  # exactly: the same integers summed
+    assert logged["resized_jobs"] == 0 and 0 < logged["pe_utilization"] < 1
+
+
+def test_a_malleable_run_needs_its_log_for_host_utilization():
+    from cosim.bls.alloclog import YIELDED
+    from cosim.runner import simulate
+    from cosim.testing.runs import malleable_jobs
+
+    res = simulate(malleable_jobs(), n_hosts=8, cores_per_host=2,
+                   batch=BatchConfig(malleable="equi"))
+    a = res.allocations
+    s = metrics.summary(res.outcomes, 8, cores_per_host=2, allocations=a)
+    assert s["resized_jobs"] == sum(1 for o in res.outcomes if o.shrinks or o.expands) >= 3
+    assert s["shrinks"] == res.stats.shrinks and s["expands"] == res.stats.expands
+    # the log's busy rows hold every PE-tick the outcomes count
+    busy = a[a["role"] != YIELDED]
+    used = int((busy["hosts"].astype(int) * busy["pes"] * (busy["end"] - busy["start"])).sum())
+    assert used == sum(o.pe_ticks for o in res.outcomes)
+    assert 0 < s["utilization"] <= 1.0 and 0 < s["pe_utilization"] <= 1.0
+    assert 0 <= s["loss_of_capacity"] <= 1.0
+    # without the log, a resized job counts with every host it ever had PEs on
+    assert metrics.utilization(res.outcomes, 8) > s["utilization"]
+
+
+@pytest.mark.parametrize("technique", ["STATIC", "FAC2"])
+def test_the_allocation_log_gives_the_same_metrics_with_rca_lending(technique):
+    from cosim.als.manager import AlsConfig
+    from cosim.als.techniques import get
+    from cosim.platform import load_platform
+    from cosim.runner import cosimulate
+    from cosim.testing.runs import tiny_jobs
+
+    platform = load_platform("tiny8x2")
+    res = cosimulate(tiny_jobs(), platform=platform, n_hosts=8,
+                     batch=BatchConfig(backfill="easy", rca=True),
+                     als=AlsConfig(technique=get(technique)))
+    plain = metrics.summary(res.outcomes, 8, cores_per_host=2)
+    assert plain["lends"] > 0  # owners' tails cut by borrowers, resumed after them
+    assert metrics.summary(res.outcomes, 8, cores_per_host=2,
+                           allocations=res.allocations) == plain

@@ -104,3 +104,67 @@ def test_unknown_trace_level_is_refused(esp16, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         run(esp16, tmp_path / "x", "--trace", "everything")
     assert exc.value.code == 2
+
+
+# -- jobs.csv columns and a malleable run ------------------------------------------------
+
+JOBS_COLUMNS = ["job_id", "submit_s", "start_s", "end_s", "hosts", "pes", "status", "wait_s",
+                "walltime_s", "runtime_s", "category", "app", "host_list", "yielded", "lent",
+                "borrowed", "kind", "shrinks", "expands", "pe_seconds"]
+
+
+def _csv(path):
+    import csv
+
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_jobs_csv_has_the_malleability_columns_last(full_run):
+    rows = _csv(full_run / "jobs.csv")
+    assert list(rows[0]) == JOBS_COLUMNS  # the old columns keep their positions
+    (tables,) = read_results(full_run / "results.h5")
+    j = tables.jobs
+    assert [r["kind"] for r in rows] == [k.decode() for k in j["kind"]]
+    assert all(r["shrinks"] == r["expands"] == "0" for r in rows)
+    assert [float(r["pe_seconds"]) for r in rows] == j["pe_seconds"].tolist()
+
+
+@pytest.fixture(scope="module")
+def malleable_run(tmp_path_factory):
+    import numpy as np
+
+    from cosim.testing.workloads import lublin_like
+
+    d = tmp_path_factory.mktemp("mall")
+    swf = d / "small.swf"
+    jobs = lublin_like(40, 8, np.random.default_rng(4), load=0.9, cores=2)
+    swf.write_text("".join(
+        f"{j.id} {j.submit // 10**9} -1 {j.runtime // 10**9} {j.pes} -1 -1 {j.pes} "
+        f"{j.walltime // 10**9} -1 1 1 1 1 1 1 -1 -1\n" for j in jobs))
+    out = d / "equi"
+    assert main(["run", "--workload", str(swf), "--platform", "tiny8x2", "--malleable",
+                 "equi", "--malleable-fraction", "1", "--trace", "batch", "--plots",
+                 "--out", str(out), "--json"]) == 0
+    return out
+
+
+def test_a_malleable_run_writes_its_resizes_everywhere(malleable_run, capsys):
+    capsys.readouterr()
+    summary = json.loads((malleable_run / "summary.json").read_text())
+    rows = _csv(malleable_run / "jobs.csv")
+    assert list(rows[0]) == JOBS_COLUMNS
+    assert {r["kind"] for r in rows} == {"malleable"}
+    shrinks = sum(int(r["shrinks"]) for r in rows)
+    expands = sum(int(r["expands"]) for r in rows)
+    assert shrinks > 0 and expands > 0
+    assert (shrinks, expands) == (summary["stats"]["shrinks"], summary["stats"]["expands"])
+    (tables,) = read_results(malleable_run / "results.h5")
+    assert tables.jobs["shrinks"].sum() == shrinks and tables.jobs["expands"].sum() == expands
+    assert [float(r["pe_seconds"]) for r in rows] == tables.jobs["pe_seconds"].tolist()
+    assert (tables.allocations["core"] > 0).any()  # PE-level: hosts shared
+    trace = check_trace(malleable_run / "trace")
+    assert summary["trace"]["events"] == trace.events
+    assert trace.max_depth == 1  # level batch: the resizes are counter samples
+    for name in ("utilization.png", "gantt-equi.png"):
+        assert (malleable_run / name).read_bytes().startswith(PNG)

@@ -13,7 +13,9 @@ from cosim.errors import InputError
 from cosim.output import plots
 from cosim.output.tables import RunTables, build_tables
 from cosim.platform import load_platform
-from cosim.testing.runs import tiny_jobs, tiny_tables
+from cosim.runner import simulate
+from cosim.testing.runs import malleable_tables, tiny_jobs, tiny_tables
+from cosim.testing.workloads import lublin_like
 from cosim.workload.jobs import JobOutcome
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -73,6 +75,56 @@ def test_gantt_of_the_main_job_size_is_bounded(tmp_path, runs):
     w, h = png_size(plots.plot_gantt(tmp_path / "g.png", wide))
     w8, h8 = png_size(plots.plot_gantt(tmp_path / "g8.png", t))
     assert w == w8 and h8 < h <= 4000
+
+
+def _gid(fig, gid):
+    """The artist of the Gantt's axes with id `gid` (None when not drawn)."""
+    ax = fig.axes[0]
+    found = [c for c in [*ax.collections, *ax.patches] if c.get_gid() == gid]
+    assert len(found) <= 1, gid
+    return found[0] if found else None
+
+
+def test_gantt_of_a_malleable_run_shows_each_row_and_the_resizes(tmp_path):
+    t = malleable_tables()
+    assert_png(plots.plot_gantt(tmp_path / "g.png", t))
+    fig = plots._gantt_figure(t)
+    a = t.allocations
+    # tall lanes (8 hosts): one rectangle per host of each row, in the share of the lane of
+    # its cores (hosts are shared at PE level here)
+    busy = _gid(fig, "busy").get_paths()
+    assert len(busy) == int(a["hosts"].sum())
+    tops = sorted({round(float(p.vertices[:, 1].min()), 6) for p in busy})
+    assert any(abs(y - round(y)) > 0.01 for y in tops)  # some bars start mid-lane
+    # every shrink is marked where a row of the job ends, every expand where one starts
+    shrink = _gid(fig, "shrink").get_offsets()
+    expand = _gid(fig, "expand").get_offsets()
+    assert len(shrink) >= int(t.jobs["shrinks"].sum()) > 0
+    assert len(expand) >= int(t.jobs["expands"].sum()) > 0
+    ends = {round(e / 1e9, 6) for e in a["end"].tolist()}
+    starts = {round(b / 1e9, 6) for b in a["start"].tolist()}
+    assert {round(float(x), 6) for x, _ in shrink} <= ends
+    assert {round(float(x), 6) for x, _ in expand} <= starts
+    assert _gid(fig, "yielded").get_paths() == [] and _gid(fig, "borrowed") is None
+    # the tiny RCA run: yielded tails hatched, borrowed hosts outlined, no resize marks
+    fig = plots._gantt_figure(tiny_tables())
+    assert len(_gid(fig, "yielded").get_paths()) > 0 and _gid(fig, "borrowed") is not None
+    assert _gid(fig, "shrink") is None and _gid(fig, "expand") is None
+
+
+def test_gantt_of_5040_hosts_draws_one_rectangle_per_allocation_row(tmp_path):
+    platform = load_platform("curie5040")
+    jobs = lublin_like(1500, 5040, np.random.default_rng(3), load=0.9, cores=16)
+    res = simulate(jobs, n_hosts=5040, platform=platform)
+    t = build_tables(res.outcomes, run_id="curie", config={}, metrics={}, stats={},
+                     platform=platform, n_hosts=5040, allocations=res.allocations)
+    a = t.allocations
+    assert int(a["hosts"].sum()) > 20 * len(a)  # rows span many hosts each
+    fig = plots._gantt_figure(t)
+    assert len(_gid(fig, "busy").get_paths()) == len(a)  # not one per (job, host)
+    assert len(_gid(fig, "outline").get_paths()) <= len(a)
+    w, h = png_size(plots.plot_gantt(tmp_path / "g.png", t))
+    assert w <= 1500 and h <= 1300
 
 
 def test_single_run_without_queue_panel_and_sorted_profile(tmp_path, runs):

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +24,15 @@ from otf2.enums import GroupType, Paradigm, Type
 from cosim.als.manager import AlsConfig
 from cosim.als.techniques import get
 from cosim.bls import BatchConfig
+from cosim.bls.alloclog import OWN, ROLES, YIELDED
 from cosim.errors import InputError
 from cosim.output.metrics import summary
 from cosim.output.otf2_writer import Otf2Writer, is_trace_dir
-from cosim.output.tables import build_tables, step_series
+from cosim.output.tables import allocations_from_outcomes, build_tables, step_series
 from cosim.output.trace import write_trace
 from cosim.platform import load_platform
 from cosim.runner import cosimulate
-from cosim.testing.runs import tiny_jobs, tiny_tables
+from cosim.testing.runs import malleable_tables, tiny_jobs, tiny_tables
 from cosim.testing.tracecheck import TraceError, check_trace, dump_trace, read_trace
 
 GOLDEN = Path(__file__).parent / "golden" / "trace_tiny.txt"
@@ -76,6 +78,12 @@ def _top_regions(records):
 def _nested(records, name):
     """[(enter tick, leave tick, enter attrs)] of every region `name` on one location."""
     return [(e.time, t, dict(e.attrs)) for _, e, t in _regions(records) if e.name == name]
+
+
+def _row_pes(row, cores):
+    """Global PEs of an allocation row: its cores on each of its hosts."""
+    return [h * cores + c for h in range(int(row["host"]), int(row["host"] + row["hosts"]))
+            for c in range(int(row["core"]), int(row["core"] + row["pes"]))]
 
 
 def _job_name(tables, job):
@@ -143,21 +151,23 @@ def test_job_regions_cover_every_allocation_and_pe_rows_tile_the_run(tables, ful
         assert all(a[2] == b[1] for a, b in itertools.pairwise(regions))
     for row in tables.allocations:
         name = _job_name(tables, int(row["job"]))
-        for c in range(int(row["pes"])):
-            pe = int(row["host"]) * cores + c
-            # the busy part [start, busy_end) is inside one region of the job
-            assert any(n == name and a <= row["start"] and row["busy_end"] <= b
+        for pe in _row_pes(row, cores):
+            # the row's interval, busy or yielded, is inside one region of its job
+            assert any(n == name and a <= row["start"] and row["end"] <= b
                        for n, a, b, _ in tops[pe]), (name, pe)
 
 
 def test_rca_lending_shows_the_borrower_on_the_lent_host(tables, full):
     _, data = full
     a = tables.allocations
-    row7 = a[(a["job"] == 7) & (a["host"] == 0)][0]
-    row1 = a[(a["job"] == 1) & (a["host"] == 0)][0]
-    assert row7["owner"] == 1  # job 7 borrows host 0 from job 1 in this run
-    assert row1["busy_end"] < row7["start"] < row1["end"]
-    for pe in range(int(row7["pes"])):  # host 0's PEs
+    on0 = a[a["host"] == 0]
+    (row7,) = on0[on0["job"] == 7]
+    assert ROLES[row7["role"]] == "borrowed" and row7["owner"] == 1  # borrowed from job 1
+    (own1,) = on0[(on0["job"] == 1) & (on0["role"] == OWN)]
+    (tail1,) = on0[(on0["job"] == 1) & (on0["role"] == YIELDED)]
+    # job 1 computes, yields host 0 (its idle tail), and the tail ends when job 7 borrows it
+    assert own1["start"] == 0 and own1["end"] == tail1["start"] < tail1["end"] == row7["start"]
+    for pe in _row_pes(row7, tables.cores_per_host):  # host 0's PEs
         tops = _top_regions(data.records[pe])
         during = [r for r in tops if r[1] < row7["end"] and r[2] > row7["start"]]
         assert during == [("job 7 (mandelbrot)", row7["start"], row7["end"],
@@ -165,8 +175,7 @@ def test_rca_lending_shows_the_borrower_on_the_lent_host(tables, full):
         own = [r for r in tops if r[0] == "job 1 (mandelbrot)"]
         assert own and own[0][1] == 0 and own[-1][2] <= row7["start"]
         # the owner's yielded tail before the borrower: job 1 with a nested idle: yielded
-        assert (row1["busy_end"], row7["start"], {}) in _nested(data.records[pe],
-                                                                 "idle: yielded")
+        assert (tail1["start"], tail1["end"], {}) in _nested(data.records[pe], "idle: yielded")
 
 
 def test_counters_follow_the_step_series(tables, full):
@@ -214,22 +223,22 @@ def _variant(tmp_path, *, technique="FAC2", rca=True, kill=False):
     platform = load_platform("tiny8x2")
     jobs = tiny_jobs()
     if kill:  # job 1 killed by its walltime in the middle of its loop
-        from dataclasses import replace
         jobs = [replace(j, walltime=20 * S) if j.id == 1 else j for j in jobs]
     res = cosimulate(jobs, platform=platform, n_hosts=platform.n_hosts,
                      batch=BatchConfig(backfill="easy", rca=rca),
                      als=AlsConfig(technique=get(technique), record=True))
     t = build_tables(res.outcomes, run_id="v", config={}, stats={},
                      metrics=summary(res.outcomes, platform.n_hosts), platform=platform,
-                     n_hosts=platform.n_hosts, loops=res.loops, technique=technique)
+                     n_hosts=platform.n_hosts, loops=res.loops, technique=technique,
+                     allocations=res.allocations)
     counts = write_trace(tmp_path / "t", t, level="full")
-    return t, counts, check_trace(tmp_path / "t")
+    return t, counts, check_trace(tmp_path / "t"), res.outcomes
 
 
 @pytest.mark.parametrize(("technique", "rca", "kill"),
                          [("FAC2", True, False), ("GSS", False, False), ("STATIC", True, True)])
 def test_variants_pass_the_checker(tmp_path, technique, rca, kill):
-    t, counts, s = _variant(tmp_path, technique=technique, rca=rca, kill=kill)
+    t, counts, s, _ = _variant(tmp_path, technique=technique, rca=rca, kill=kill)
     assert s.enters["compute chunk"] == len(t.chunks) == counts.chunks
     assert s.messages == counts.messages
     if kill:
@@ -387,3 +396,178 @@ def test_writer_flushes_up_to_a_watermark_and_sorts_each_location(tmp_path):
         w.flush()
     w.abort()
     assert list(tmp_path.iterdir()) == []
+
+
+# -- the allocation log: rebuilt from outcomes, and a malleable run --------------------------
+
+
+def _per_pe(alloc, cores):
+    """An allocation log as sorted (job, pe, start, end, role, owner) tuples: the same
+    intervals whatever the grouping of hosts into rows."""
+    return sorted((int(r["job"]), pe, int(r["start"]), int(r["end"]), int(r["role"]),
+                   int(r["owner"])) for r in alloc for pe in _row_pes(r, cores))
+
+
+@pytest.mark.parametrize(("technique", "rca", "kill"),
+                         [("STATIC", True, False), ("FAC2", True, True), ("GSS", False, False)])
+def test_the_log_rebuilt_from_outcomes_gives_the_same_rows_and_trace(tmp_path, technique, rca,
+                                                                     kill):
+    t, _, _, outcomes = _variant(tmp_path, technique=technique, rca=rca, kill=kill)
+    rebuilt = allocations_from_outcomes(outcomes)
+    assert _per_pe(rebuilt, t.cores_per_host) == _per_pe(t.allocations, t.cores_per_host)
+    write_trace(tmp_path / "b", replace(t, allocations=rebuilt), level="full")
+    assert dump_trace(tmp_path / "b") == dump_trace(tmp_path / "t")
+
+
+@pytest.fixture(scope="module")
+def mall():
+    return malleable_tables()
+
+
+@pytest.fixture(scope="module")
+def mall_full(mall, tmp_path_factory):
+    path = tmp_path_factory.mktemp("mall") / "trace"
+    counts = write_trace(path, mall, level="full")
+    return counts, read_trace(path)
+
+
+def _job_pes_steps(tables, job):
+    """(tick, PEs held after) at each change of a job's busy PEs, from the log."""
+    a = tables.allocations
+    rows = a[(a["job"] == job) & (a["role"] != YIELDED)]
+    delta = defaultdict(int)
+    for r in rows:
+        w = int(r["hosts"]) * int(r["pes"])
+        delta[int(r["start"])] += w
+        delta[int(r["end"])] -= w
+    out, held = [], 0
+    for t in sorted(delta):
+        if delta[t]:
+            held += delta[t]
+            out.append((t, held))
+    return out
+
+
+def test_malleable_trace_passes_the_checker_and_shows_every_resize(mall, mall_full):
+    counts, data = mall_full
+    s = check_trace(data)
+    j = mall.jobs
+    resized = j[(j["shrinks"] > 0) | (j["expands"] > 0)]
+    assert len(resized) >= 3
+    # trace jobs release PEs at the command's tick: one change per command here
+    assert counts.resizes == int(resized["shrinks"].sum() + resized["expands"].sum()) > 0
+    assert s.enters["resize: shrink"] == int(resized["shrinks"].sum())
+    assert s.enters["resize: expand"] == int(resized["expands"].sum())
+    assert s.max_depth == 2  # an instant region inside the job's region
+    cores = mall.cores_per_host
+    for job in resized["id"].tolist():
+        steps = _job_pes_steps(mall, job)
+        a = mall.allocations
+        first = a[(a["job"] == job) & (a["start"] == steps[0][0])]
+        master = min(int(r["host"]) * cores + int(r["core"]) for r in first)
+        recs = data.records[master]
+        # the job PEs counter on the master's row: every change, 0 at the end
+        samples = [(r.time, r.values[0]) for r in recs if r.name == "class[job PEs]"]
+        mine = [x for x in samples if steps[0][0] <= x[0] <= steps[-1][0]]
+        assert [x for x in mine if x in steps] == steps
+        # the instant regions inside the job's region, with the PEs after the change
+        marks = [(e.time, t, dict(e.attrs), e.name) for d, e, t in _regions(recs)
+                 if e.name.startswith("resize: ") and dict(e.attrs)["job_id"] == job]
+        want = [(t, t, {"job_id": job, "pes": after},
+                 "resize: shrink" if after < before else "resize: expand")
+                for (_, before), (t, after) in itertools.pairwise(steps) if after]
+        assert marks == want
+        region = _job_name(mall, job)
+        for t, *_ in want:
+            assert any(n == region and a < t < b for n, a, b, _ in _top_regions(recs))
+
+
+def test_malleable_rows_are_regions_and_a_shrink_ends_the_region(mall, mall_full):
+    _, data = mall_full
+    cores = mall.cores_per_host
+    tops = [_top_regions(data.records[pe]) for pe in range(mall.n_hosts * cores)]
+    for regions in tops:
+        assert all(a[2] == b[1] for a, b in itertools.pairwise(regions))
+    a = mall.allocations
+    assert (a["core"] > 0).any()  # hosts shared at PE level
+    for row in a:
+        name = _job_name(mall, int(row["job"]))
+        for pe in _row_pes(row, cores):
+            assert any(n == name and x <= row["start"] and row["end"] <= y
+                       for n, x, y, _ in tops[pe]), (name, pe)
+    # a shrink ends the job's region on each PE it released (no row of it starts there then)
+    shrunk = 0
+    busy = a[a["role"] != YIELDED]
+    for row in busy:
+        job, t = int(row["job"]), int(row["end"])
+        changes = dict(_job_pes_steps(mall, job))
+        if t not in changes or t == max(changes):
+            continue
+        for pe in _row_pes(row, cores):
+            again = [r for r in busy if r["job"] == job and r["start"] == t
+                     and pe in _row_pes(r, cores)]
+            if not again:
+                assert (_job_name(mall, job), t) in [(n, y) for n, _, y, _ in tops[pe]]
+                shrunk += 1
+    assert shrunk > 0
+
+
+def test_malleable_batch_trace_has_counters_but_no_nested_regions(mall, tmp_path):
+    counts = write_trace(tmp_path / "t", mall, level="batch")
+    s = check_trace(tmp_path / "t")
+    assert s.max_depth == 1 and not any(k.startswith("resize") for k in s.enters)
+    assert counts.resizes > 0
+    data = read_trace(tmp_path / "t")
+    text = "\n".join(data.definitions_text)
+    assert "job PEs" in text and "busy PEs" in text
+    busy = [r for r in data.records[-1] if r.name == "instance[PE utilization,busy PEs]"]
+    times, values = step_series(mall)["busy_pes"]
+    n_pes = mall.n_hosts * mall.cores_per_host
+    assert busy[0].time == 0 and busy[-1].time == mall.horizon
+    for r in busy:
+        i = np.searchsorted(times, r.time, side="right") - 1
+        held = int(values[i]) if i >= 0 else 0
+        assert r.values == (held / n_pes, held)
+
+
+def test_runs_without_resizes_get_no_malleability_definitions(full):
+    text = "\n".join(full[1].definitions_text)
+    assert "resize" not in text and "job PEs" not in text and "busy PEs" not in text
+
+
+@pytest.mark.skipif(shutil.which("otf2-print") is None,
+                    reason="otf2-print is not installed (Debian/Ubuntu: apt-get install "
+                           "otf2-tools); the format check runs where it is")
+def test_otf2_print_accepts_the_malleable_trace(mall_full):
+    counts, _ = mall_full
+    proc = subprocess.run(["otf2-print", "--silent", "-Werror",
+                           str(counts.path / "traces.otf2")], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_malleable_dls_run_keeps_every_chunk_inside_its_job_region(tmp_path):
+    # DLS apps give up a PE when its chunk ends and start asking on an added PE: each rank's
+    # events go in the job's region on its PE from the rank's start
+    platform = load_platform("tiny8x2")
+    jobs = [replace(j, kind="malleable", min_pes=max(1, j.pes // 2), max_pes=16)
+            if j.app != "rigid" else j for j in tiny_jobs()]
+    res = cosimulate(jobs, platform=platform, n_hosts=platform.n_hosts,
+                     batch=BatchConfig(malleable="equi"),
+                     als=AlsConfig(technique=get("GSS"), record=True))
+    assert res.stats.shrinks > 0 and res.stats.expands > 0
+    t = build_tables(res.outcomes, run_id="dls", config={}, stats={}, metrics={},
+                     platform=platform, n_hosts=platform.n_hosts, loops=res.loops,
+                     technique="GSS", allocations=res.allocations)
+    counts = write_trace(tmp_path / "t", t, level="full")
+    s = check_trace(tmp_path / "t")
+    assert s.enters["compute chunk"] == len(t.chunks) == counts.chunks
+    assert s.messages == counts.messages == 2 * len(t.chunks) + 2 * len(t.workers)
+    assert s.enters["resize: shrink"] + s.enters["resize: expand"] == counts.resizes > 0
+    data = read_trace(tmp_path / "t")
+    for pe in range(t.n_hosts * t.cores_per_host):
+        for d, e, _ in _regions(data.records[pe]):
+            if e.name == "compute chunk":
+                stack = [x for x in _regions(data.records[pe])
+                         if x[0] == 0 and x[1].time <= e.time]
+                assert stack[-1][1].name == _job_name(t, dict(e.attrs)["job_id"])

@@ -1,18 +1,20 @@
 """``results.h5``: the runs of a command as one HDF5 file with a documented, versioned schema.
 
 `write_results` stores `RunTables` under ``/runs/<run_id>/`` — the config, metrics and
-statistics as attributes of three groups, the job, allocation, worker and (optionally) chunk
-tables as compound datasets, and the utilization, running and queued step series — with the
-schema name and version on the root and the software versions (and, when given, the command
-line and date) in ``/provenance``, kept apart so that everything else is a function of the
-runs alone: no dataset records a time stamp, and two writes of the same runs give the same
-bytes. The file is built in memory (HDF5 core driver) and written with `atomic_open`, so it
-appears complete or not at all; `append_run` adds one run the same way, from an in-memory
-copy of the existing file. `read_results` and `read_provenance` give it back exactly and turn
-every problem of a file (missing, not HDF5, another schema version, a missing dataset) into an
-`InputError` naming it. Attribute values: bool, int (64-bit), float and str are stored as
-native HDF5 scalars; anything else (None, lists, dicts, big ints, strings HDF5 cannot hold)
-as JSON text under the key prefixed with ``json:``. The schema is ``docs/results.md``.
+statistics as attributes of three groups, the job table, the allocation log, the worker and
+(optionally) chunk tables as compound datasets, and the busy hosts, busy PEs, running and
+queued step series — with the schema name and version on the root and the software versions
+(and, when given, the command line and date) in ``/provenance``, kept apart so that
+everything else is a function of the runs alone: no dataset records a time stamp, and two
+writes of the same runs give the same bytes. The file is built in memory (HDF5 core driver)
+and written with `atomic_open`, so it appears complete or not at all; `append_run` adds one
+run the same way, from an in-memory copy of the existing file. `read_results` and
+`read_provenance` give it back exactly — schema version 1 files too, converted to today's
+tables (`docs/results.md`) — and turn every problem of a file (missing, not HDF5, a newer
+schema version, a missing dataset) into an `InputError` naming it. Attribute values: bool,
+int (64-bit), float and str are stored as native HDF5 scalars; anything else (None, lists,
+dicts, big ints, strings HDF5 cannot hold) as JSON text under the key prefixed with
+``json:``. The schema is ``docs/results.md``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from cosim.output.tables import (
     ALLOC_DTYPE,
     CHUNK_DTYPE,
     JOB_DTYPE,
+    ROLES,
     WORKER_DTYPE,
     RunTables,
     step_series,
@@ -50,14 +53,16 @@ __all__ = ["JSON_PREFIX", "SCHEMA", "SCHEMA_VERSION", "TABLES", "Table", "append
 SCHEMA = "cosim.results"
 """Value of the root attribute ``schema``: marks a file as cosim results."""
 
-SCHEMA_VERSION = 1
-"""Version of the layout written here; readers refuse newer versions (docs/results.md)."""
+SCHEMA_VERSION = 2
+"""Version of the layout written here; readers refuse newer versions and convert version 1
+(docs/results.md)."""
 
 JSON_PREFIX = "json:"
 """Prefix of the attribute names whose value is JSON text (see `encode_attrs`)."""
 
 CHUNK_ROWS = 16_384
-"""Rows per HDF5 chunk of the compressed chunk table (about 1 MB: 60-byte rows)."""
+"""Rows per HDF5 chunk of the compressed tables (about 1 MB of chunk rows: 60 bytes each;
+3.7 MB of job rows)."""
 
 # The HDF5 1.8 file format: readable by every HDF5 since 2008, holds attributes over 64 kB
 # (dense storage) and creation order; pinning both bounds keeps the bytes independent of the
@@ -70,33 +75,42 @@ _INT64 = (-(2**63), 2**63 - 1)
 class Table:
     """A dataset of a run: its name, row type, the unit of each field and a description.
 
-    units: one per field of `dtype`, in order: ``"ns"`` (integer ticks), ``"s"``, or ``""``
-    (identifiers, labels, counts and ratios). compress: chunked and gzip-compressed.
+    units: one per field of `dtype`, in order: ``"ns"`` (integer ticks), ``"s"``, ``"PE s"``
+    (PE-seconds), or ``""`` (identifiers, labels, counts and ratios). compress: chunked and
+    gzip-compressed (every table of schema version 2: a 200,000-job table shrinks about
+    six-fold for under a second of work). labels: ``(attribute, names)`` pairs stored as string-array attributes
+    of the dataset (the names of the values of a coded field).
     """
 
     name: str
     dtype: np.dtype
     units: tuple[str, ...]
     description: str
-    compress: bool = False
+    compress: bool = True
+    labels: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 UTILIZATION_DTYPE = np.dtype([("time", "<i8"), ("busy_hosts", "<i8")])
+BUSY_PES_DTYPE = np.dtype([("time", "<i8"), ("busy_pes", "<i8")])
 RUNNING_DTYPE = np.dtype([("time", "<i8"), ("running", "<i8")])
 QUEUED_DTYPE = np.dtype([("time", "<i8"), ("queued", "<i8")])
 
 _N = "ns"
 TABLES: tuple[Table, ...] = (
     Table(name="jobs", dtype=JOB_DTYPE,
-          units=("", _N, _N, _N, _N, _N, "", "", "", "", "", "", "s", "s", "", "", "", "", ""),
+          units=("", _N, _N, _N, _N, _N, "", "", "", "", "", "", "s", "s", "", "", "", "", "",
+                 "", "", "", "", "", "", "PE s"),
           description="one row per job, by id (cosim.output.tables.JOB_DTYPE)"),
-    Table(name="allocations", dtype=ALLOC_DTYPE, units=("", "", "", "", _N, _N, _N),
-          description="one row per (job, host) the job ran on, by (host, start, job)"),
+    Table(name="allocations", dtype=ALLOC_DTYPE,
+          units=("", "", "", "", "", _N, _N, "", ""),
+          description="the allocation log: cores core..core+pes-1 of hosts host..host+hosts-1 "
+                      "used by job in [start, end) in a role (attribute roles), by (host, "
+                      "start, job, core)",
+          labels=(("roles", ROLES),)),
     Table(name="workers", dtype=WORKER_DTYPE, units=("", "", "", "", _N, _N),
           description="one row per PE of each app-driven job, by (job, rank)"),
     Table(name="chunks", dtype=CHUNK_DTYPE, units=("", "", "", "", "", _N, _N, _N, ""),
-          description="one row per chunk of each app-driven job, by (job, assignment)",
-          compress=True),
+          description="one row per chunk of each app-driven job, by (job, assignment)"),
     Table(name="utilization", dtype=UTILIZATION_DTYPE, units=(_N, ""),
           description="busy hosts from each time on (step function); utilization = "
                       "busy_hosts / n_hosts"),
@@ -104,11 +118,24 @@ TABLES: tuple[Table, ...] = (
           description="running jobs from each time on (step function)"),
     Table(name="queued", dtype=QUEUED_DTYPE, units=(_N, ""),
           description="queued jobs from each time on (step function)"),
+    Table(name="busy_pes", dtype=BUSY_PES_DTYPE, units=(_N, ""),
+          description="busy PEs from each time on (step function); PE utilization = "
+                      "busy_pes / (n_hosts x cores_per_host)"),
 )
 """Every table dataset of a run, in file order (the hosts table is built per run)."""
 
 _BY_NAME = {t.name: t for t in TABLES}
-_SERIES = {"utilization": "busy_hosts", "running": "running", "queued": "queued"}
+# step-series dataset -> (key of `step_series`, value field)
+_SERIES = {"utilization": ("busy_hosts", "busy_hosts"), "running": ("running", "running"),
+           "queued": ("queued", "queued"), "busy_pes": ("busy_pes", "busy_pes")}
+
+# Schema version 1 (read and converted, never written): the jobs table without the
+# malleability columns, one allocation row per (job, host) with its busy end.
+_JOB_DTYPE_V1 = np.dtype([(n, JOB_DTYPE[n]) for n in JOB_DTYPE.names[:19]])
+_ALLOC_DTYPE_V1 = np.dtype([
+    ("job", "<i8"), ("host", "<i4"), ("pes", "<i4"), ("owner", "<i8"),
+    ("start", "<i8"), ("end", "<i8"), ("busy_end", "<i8"),
+])
 
 
 # -- attribute values -----------------------------------------------------------------------
@@ -229,10 +256,12 @@ def _put(group: h5py.Group, table: Table, data: np.ndarray) -> None:
     if table.compress:
         # maxshape None lets an empty table be chunked too (a chunk may not exceed fixed dims)
         opts = {"chunks": (max(1, min(len(data), CHUNK_ROWS)),), "maxshape": (None,),
-                "compression": "gzip", "compression_opts": 4, "shuffle": True}
+                "compression": "gzip", "compression_opts": 1, "shuffle": True}
     d = group.create_dataset(table.name, data=data, track_times=False, **opts)
     d.attrs["units"] = np.array(table.units, dtype=h5py.string_dtype())
     d.attrs["description"] = table.description
+    for key, names in table.labels:
+        d.attrs[key] = np.array(names, dtype=h5py.string_dtype())
 
 
 def _hosts_table(run: RunTables) -> np.ndarray:
@@ -263,11 +292,13 @@ def _write_run(runs: h5py.Group, run: RunTables, chunks: bool) -> None:
     _put(g, _BY_NAME["workers"], run.workers)
     if chunks and run.chunks is not None:
         _put(g, _BY_NAME["chunks"], run.chunks)
-    for name, (times, values) in zip(_SERIES, step_series(run).values(), strict=True):
+    series = step_series(run)
+    for name, (key, value) in _SERIES.items():
         table = _BY_NAME[name]
+        times, values = series[key]
         s = np.zeros(len(times), dtype=table.dtype)
         s["time"] = times
-        s[_SERIES[name]] = values
+        s[value] = values
         _put(g, table, s)
 
 
@@ -461,7 +492,67 @@ def _table(g: h5py.Group, name: str, dtype: np.dtype, path: Path) -> np.ndarray:
     return out
 
 
-def _read_run(g: h5py.Group, path: Path, chunks: bool) -> RunTables:
+def _allocations_v1(old: np.ndarray) -> np.ndarray:
+    """A version 1 allocation table as an allocation log.
+
+    A v1 row ``(job, host, pes, owner, start, end, busy_end)`` becomes a busy row on cores
+    ``0 .. pes-1`` of its host over ``[start, busy_end)`` (``own``, or ``borrowed`` when the
+    owner is another job) and ``yielded`` rows over its tail ``[busy_end, end)`` minus the
+    times a later-started row of another job runs on the host (v1 traces showed the tail only
+    there). One host per row.
+    """
+    busy_end = np.minimum(np.maximum(old["busy_end"], old["start"]), old["end"])
+    keep = busy_end > old["start"]
+    b = old[keep]
+    out = [np.zeros(len(b), dtype=ALLOC_DTYPE)]
+    for n in ("job", "host", "pes", "start", "owner"):
+        out[0][n] = b[n]
+    out[0]["hosts"] = 1
+    out[0]["end"] = busy_end[keep]
+    out[0]["role"] = np.where(b["owner"] == b["job"], ROLES.index("own"),
+                              ROLES.index("borrowed"))
+    tails = []
+    host = old["host"]
+    for i in np.flatnonzero(busy_end < old["end"]).tolist():
+        r = old[i]
+        h, t, end = int(r["host"]), int(busy_end[i]), int(r["end"])
+        lo, hi = np.searchsorted(host, h, side="left"), np.searchsorted(host, h, side="right")
+        for y in old[lo:hi]:  # v1 rows are sorted by (host, start, job)
+            if y["start"] <= r["start"] or y["start"] >= end or y["end"] <= t:
+                continue
+            if y["start"] > t:
+                tails.append((r["job"], h, 1, 0, r["pes"], t, y["start"],
+                              ROLES.index("yielded"), r["owner"]))
+            t = max(t, int(y["end"]))
+        if end > t:
+            tails.append((r["job"], h, 1, 0, r["pes"], t, end, ROLES.index("yielded"),
+                          r["owner"]))
+    out.append(np.array(tails, dtype=ALLOC_DTYPE))
+    a = np.concatenate(out)
+    return a[np.lexsort((a["core"], a["job"], a["start"], a["host"]))]
+
+
+def _jobs_v1(old: np.ndarray, alloc_v1: np.ndarray) -> np.ndarray:
+    """A version 1 jobs table with the columns of version 2: every job rigid (v1 had no
+    resizes), pe_seconds from the v1 allocations' busy parts."""
+    jobs = np.zeros(len(old), dtype=JOB_DTYPE)
+    for n in old.dtype.names:
+        jobs[n] = old[n]
+    ran = jobs["start"] >= 0
+    jobs["kind"] = b"rigid"
+    jobs["min_pes"] = jobs["max_pes"] = jobs["pes"]
+    jobs["pes_start"] = np.where(ran, jobs["pes"], 0)
+    a = alloc_v1
+    busy = np.maximum(np.minimum(a["busy_end"], a["end"]) - a["start"], 0)
+    pe_ticks = np.zeros(len(jobs), dtype=np.float64)
+    np.add.at(pe_ticks, np.searchsorted(jobs["id"], a["job"]),
+              (a["pes"] * busy).astype(np.float64))
+    jobs["pe_seconds"] = pe_ticks / 1e9
+    return jobs
+
+
+def _read_run(g: h5py.Group, path: Path, chunks: bool, version: int = SCHEMA_VERSION
+              ) -> RunTables:
     n_hosts = _int_attr(g, "n_hosts", path)
     hosts = g.get("hosts")
     if not isinstance(hosts, h5py.Dataset) or hosts.dtype.names != ("name", "rack"):
@@ -474,8 +565,14 @@ def _read_run(g: h5py.Group, path: Path, chunks: bool) -> RunTables:
         names = tuple(n.decode("utf-8") for n in h["name"])
     except UnicodeDecodeError:
         raise InputError(f"{g.name}/hosts: a host name is not UTF-8", file=path) from None
-    tables = {name: _table(g, name, _BY_NAME[name].dtype, path)
-              for name in ("jobs", "allocations", "workers")}
+    if version == 1:
+        alloc_v1 = _table(g, "allocations", _ALLOC_DTYPE_V1, path)
+        tables = {"jobs": _jobs_v1(_table(g, "jobs", _JOB_DTYPE_V1, path), alloc_v1),
+                  "allocations": _allocations_v1(alloc_v1)}
+    else:
+        tables = {name: _table(g, name, _BY_NAME[name].dtype, path)
+                  for name in ("jobs", "allocations")}
+    tables["workers"] = _table(g, "workers", WORKER_DTYPE, path)
     chunk_table = _BY_NAME["chunks"]
     has_chunks = chunks and chunk_table.name in g
     return RunTables(
@@ -494,15 +591,18 @@ def read_results(path: str | os.PathLike[str], *, chunks: bool = True) -> list[R
     Exact round trip of `write_results`: the same arrays and dtypes, configs, metrics and
     statistics (tuples come back as lists, numpy scalars as Python scalars). `chunks` False
     skips the chunk tables (often most of the file) and gives ``chunks=None``. The step
-    series are not read (`cosim.output.tables.step_series` recomputes them). Any problem of
+    series are not read (`cosim.output.tables.step_series` recomputes them). A schema
+    version 1 file is converted (docs/results.md): its jobs get the version 2 columns (every
+    job rigid, never resized) and its allocations become an allocation log. Any problem of
     the file is an `InputError` naming it.
     """
     out = []
     with _open(path) as (f, p):
+        version = int(f.attrs["schema_version"])
         for g in _group(f, "runs", p).values():
             if not isinstance(g, h5py.Group):
                 raise InputError(f"{g.name} is not a run group", file=p)
-            out.append(_read_run(g, p, chunks))
+            out.append(_read_run(g, p, chunks, version))
     return out
 
 

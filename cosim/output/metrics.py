@@ -1,17 +1,22 @@
 """Scheduling metrics over job outcomes, each defined once, with its formula and source.
 
-Every function takes the outcomes of one simulation (`JobOutcome`, as `simulate_batch`
+Every function takes the outcomes of one simulation (`JobOutcome`, as `cosim.runner.simulate`
 returns them) and uses only the jobs that ran (``completed`` or ``killed``); ``rejected`` jobs
 never ran, are excluded from every metric and are counted on their own in `summary`. A killed
 job counts with the time it actually ran (start to kill). Times are ticks inside, seconds out.
 Notation, for a job j that ran: submit s_j, start b_j, end e_j, hosts h_j, run time
-r_j = e_j - b_j, wait w_j = b_j - s_j, response (turnaround) R_j = e_j - s_j; N hosts.
-A metric of an empty set of jobs is 0.0. RCA (`JobOutcome.yielded`, `.lent`, `.borrowed`):
-every host-time is accounted for at most once. `utilization` counts computing time — a host
-is busy for its job until the job ends or yields it; `loss_of_capacity` counts occupation — a
-host is occupied by its job until the job ends, except that a lent host stops counting for its
-owner at its first lend tick (the borrower, whose `hosts` include it, counts it while it runs).
-Without yields and lends every formula is the classical one.
+r_j = e_j - b_j, wait w_j = b_j - s_j, response (turnaround) R_j = e_j - s_j; N hosts of
+C PEs each. A metric of an empty set of jobs is 0.0. RCA (`JobOutcome.yielded`, `.lent`,
+`.borrowed`): every host-time is accounted for at most once. `utilization` counts computing
+time — a host is busy for its job until the job ends or yields it; `loss_of_capacity` counts
+occupation — a host is occupied by its job until the job ends, except that a lent host stops
+counting for its owner at its first lend tick (the borrower, whose `hosts` include it, counts
+it while it runs). Without yields and lends every formula is the classical one. Resizes
+(malleable jobs, `JobOutcome.shrinks`/`.expands`): a job's hosts change while it runs, and
+only the batch level's allocation log (`cosim.runner.SimResult.allocations`) says how; given
+it, `utilization` integrates the busy hosts of the log (a host shared by several jobs counts
+once), otherwise a resized job counts with every host it ever had PEs on. `pe_utilization`
+counts PE-time (`JobOutcome.pe_ticks`, exact with or without resizes) over C N PEs.
 """
 
 from __future__ import annotations
@@ -24,11 +29,13 @@ from typing import Any
 import numpy as np
 
 from cosim.core.clock import TICKS_PER_SECOND
+from cosim.bls.alloclog import YIELDED
+from cosim.output.tables import busy_host_series, busy_rows
 from cosim.workload.jobs import JobOutcome
 
-__all__ = ["makespan", "utilization", "mean_wait", "mean_response", "mean_slowdown",
-           "mean_bounded_slowdown", "loss_of_capacity", "fair_starts", "unfair_jobs", "summary",
-           "BSLD_THRESHOLD_S"]
+__all__ = ["makespan", "utilization", "pe_utilization", "mean_wait", "mean_response",
+           "mean_slowdown", "mean_bounded_slowdown", "loss_of_capacity", "fair_starts",
+           "unfair_jobs", "summary", "BSLD_THRESHOLD_S"]
 
 BSLD_THRESHOLD_S = 10.0
 """The bounded-slowdown threshold tau, in seconds (Feitelson et al. 1997)."""
@@ -70,7 +77,8 @@ def _idle_tails(ran: Sequence[JobOutcome]) -> int:
                for _, t in o.yielded)
 
 
-def utilization(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
+def utilization(outcomes: Sequence[JobOutcome], n_hosts: int, *,
+                allocations: np.ndarray | None = None) -> float:
     """System utilization, Eq. 1 of the RCA paper: busy host-time over the machine's time.
 
     ``U = (sum_j h_j r_j - sum_j Y_j) / (N (max_j e_j - min_j b_j))`` — busy host-time over
@@ -84,6 +92,12 @@ def utilization(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     host (lent after its yield) counts for its borrower while the borrower runs; each
     host-time counts at most once. Rigid jobs never yield: for them this is the classic
     allocated host-time. 0.0 when no job ran or no time passed.
+
+    With `allocations` (the run's allocation log), the busy host-time is the integral of the
+    hosts that have a busy row (every role but ``yielded``) over time: the same number for
+    runs without resizes or shared hosts, and the exact one when jobs were resized (whose
+    h_j r_j the outcomes cannot give: their `hosts` are every host they ever used) or shared
+    hosts (each host counts once however many jobs use it).
     """
     ran = _ran(outcomes)
     _, start, end, hosts = _columns(ran)
@@ -92,8 +106,36 @@ def utilization(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     span = int(end.max() - start.min())
     if span <= 0:
         return 0.0
+    if allocations is not None:
+        times, busy_hosts = busy_host_series(busy_rows(allocations))
+        return _dot(busy_hosts[:-1], np.diff(times)) / (n_hosts * span)
     busy = _dot(hosts, end - start) - _idle_tails(ran)
     return busy / (n_hosts * span)
+
+
+def pe_utilization(outcomes: Sequence[JobOutcome], n_hosts: int, cores_per_host: int, *,
+                   allocations: np.ndarray | None = None) -> float:
+    """PE utilization: PE-time used over the machine's PE-time.
+
+    ``U_PE = sum_j P_j / (C N (max_j e_j - min_j b_j))`` with P_j the PE-time job j used
+    (`JobOutcome.pe_ticks`: its PEs x time over its allocation as resizes changed it, yielded
+    idle tails excluded) — the PE-level counterpart of `utilization`, over the same window.
+    With `allocations`, P_j is summed from the log's busy rows (hosts x pes x (end - start)),
+    the same number. 0.0 when no job ran or no time passed.
+    """
+    ran = _ran(outcomes)
+    _, start, end, _ = _columns(ran)
+    if not len(end):
+        return 0.0
+    span = int(end.max() - start.min())
+    if span <= 0:
+        return 0.0
+    if allocations is not None:
+        b = busy_rows(allocations)
+        used = _dot(b["hosts"].astype(np.int64) * b["pes"], b["end"] - b["start"])
+    else:
+        used = sum(o.pe_ticks for o in ran)
+    return used / (n_hosts * cores_per_host * span)
 
 
 def mean_wait(outcomes: Sequence[JobOutcome]) -> float:
@@ -137,7 +179,8 @@ def mean_bounded_slowdown(outcomes: Sequence[JobOutcome], tau_s: float = BSLD_TH
     return float(np.mean(np.maximum(bsld, 1.0)))
 
 
-def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
+def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int, *,
+                     allocations: np.ndarray | None = None) -> float:
     """Loss of capacity: the share of host-time left idle while jobs were waiting.
 
     ``LoC = sum_i n_i (t_{i+1} - t_i) delta_i / (N T)`` over the intervals between
@@ -149,6 +192,12 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     empty while jobs wait. Definition recalled from the paper; its text could not be
     re-read here. Occupied hosts (module docstring): a host is occupied by its job until the
     job ends, and a lent host stops counting for its owner at its first lend tick.
+
+    With `allocations` (the run's allocation log), the occupied hosts are those with a row of
+    the log — busy or yielded, except an owner's yielded rows on a host from its first lend
+    on — each host counted once however many jobs hold PEs on it: the same number for runs
+    without resizes or shared hosts, and the right one when jobs were resized (their
+    outcomes' `hosts` are every host they ever used) or shared hosts.
     """
     ran = _ran(outcomes)
     submit, start, end, hosts = _columns(ran)
@@ -157,6 +206,8 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     t0, t1 = int(submit.min()), int(end.max())
     if t1 <= t0:
         return 0.0
+    if allocations is not None:
+        return _loss_of_capacity_log(ran, n_hosts, allocations, submit, start, t0, t1)
     lends = [t for o in ran if o.lent for _, t in o.lent]
     lent_at = np.asarray(lends, dtype=np.int64)
     lent_end = np.asarray([o.end for o in ran if o.lent for _ in o.lent], dtype=np.int64)
@@ -174,6 +225,28 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     dt = np.diff(times)  # segment k = [times[k], times[k+1]) with the state after event k
     idle = (n_hosts - busy[:-1]) * (waiting[:-1] > 0)
     return _dot(idle, dt) / (n_hosts * (t1 - t0))
+
+
+def _loss_of_capacity_log(ran: Sequence[JobOutcome], n_hosts: int, a: np.ndarray,
+                          submit: np.ndarray, start: np.ndarray, t0: int, t1: int) -> float:
+    """`loss_of_capacity` with the occupied hosts taken from the allocation log `a`."""
+    first_lend = {(o.job.id, h): t for o in ran for h, t in o.lent}
+    keep = np.ones(len(a), dtype=bool)
+    if first_lend:
+        # a yielded row is one host (the batch level logs tails host by host)
+        for i in np.flatnonzero(a["role"] == YIELDED).tolist():
+            t = first_lend.get((int(a["job"][i]), int(a["host"][i])))
+            if t is not None and a["start"][i] >= t:
+                keep[i] = False
+    times, occupied = busy_host_series(a[keep])
+    u = np.unique(np.concatenate((times, submit, start, [t1])))
+    u = u[(u >= t0) & (u <= t1)]
+    i = np.searchsorted(times, u, side="right") - 1
+    occ = np.where(i >= 0, occupied[np.maximum(i, 0)] if len(occupied) else 0, 0)
+    waiting = (np.searchsorted(np.sort(submit), u, side="right")
+               - np.searchsorted(np.sort(start), u, side="right"))
+    idle = (n_hosts - occ[:-1]) * (waiting[:-1] > 0)
+    return _dot(idle, np.diff(u)) / (n_hosts * (t1 - t0))
 
 
 def fair_starts(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[int, int]:
@@ -221,13 +294,21 @@ def unfair_jobs(outcomes: Sequence[JobOutcome], n_hosts: int) -> int:
     return sum(1 for o in _ran(outcomes) if o.start > fst[o.job.id])  # type: ignore[operator]
 
 
-def summary(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[str, Any]:
+def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
+            cores_per_host: int | None = None,
+            allocations: np.ndarray | None = None) -> dict[str, Any]:
     """All metrics of one simulation, for the JSON summary and results files.
 
     Keys: ``jobs`` (jobs that ran), ``rejected``, ``killed``, ``makespan_s``, ``utilization``,
     ``mean_wait_s``, ``mean_response_s``, ``mean_slowdown``, ``mean_bounded_slowdown``,
-    ``loss_of_capacity``, ``unfair_jobs``, ``yields`` (hosts yielded, in total: RCA) and
-    ``lends`` (hosts lent, in total: each owner's host counted once, at its first lend).
+    ``loss_of_capacity``, ``unfair_jobs``, ``yields`` (hosts yielded, in total: RCA),
+    ``lends`` (hosts lent, in total: each owner's host counted once, at its first lend),
+    ``shrinks`` and ``expands`` (resize commands obeyed, in total), ``resized_jobs`` (jobs
+    shrunk or expanded at least once) and ``pe_utilization`` (`pe_utilization`; None when
+    `cores_per_host` is not given). `allocations`, the run's allocation log, makes
+    ``utilization`` and ``loss_of_capacity`` right for runs with resizes or shared hosts
+    (the same values for the others); ``unfair_jobs`` replays each job on every host it
+    ever used.
     """
     ran = _ran(outcomes)
     return {
@@ -235,13 +316,18 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[str, Any]:
         "rejected": len(outcomes) - len(ran),
         "killed": sum(1 for o in ran if o.status == "killed"),
         "makespan_s": makespan(ran),
-        "utilization": utilization(ran, n_hosts),
+        "utilization": utilization(ran, n_hosts, allocations=allocations),
         "mean_wait_s": mean_wait(ran),
         "mean_response_s": mean_response(ran),
         "mean_slowdown": mean_slowdown(ran),
         "mean_bounded_slowdown": mean_bounded_slowdown(ran),
-        "loss_of_capacity": loss_of_capacity(ran, n_hosts),
+        "loss_of_capacity": loss_of_capacity(ran, n_hosts, allocations=allocations),
         "unfair_jobs": unfair_jobs(ran, n_hosts),
         "yields": sum(len(o.yielded) for o in ran),
         "lends": sum(len(o.lent) for o in ran),
+        "shrinks": sum(o.shrinks for o in ran),
+        "expands": sum(o.expands for o in ran),
+        "resized_jobs": sum(1 for o in ran if o.shrinks or o.expands),
+        "pe_utilization": None if cores_per_host is None else
+        pe_utilization(ran, n_hosts, cores_per_host, allocations=allocations),
     }

@@ -4,8 +4,10 @@ The plots read only `RunTables` (as the HDF5 and OTF2 writers do), after the fig
 RCA study (Eleliemy & Ciorba, "A resourceful coordination approach for multilevel
 scheduling"): `plot_utilization` draws the busy hosts in % of the machine over time for one or
 several runs on the same axes (RCA off vs on), with the queued jobs below; `plot_gantt` draws
-one bar per allocation row, coloured by job category (shades alternate between the jobs of a
-category), the yielded idle tail lighter and hatched, borrowed hosts outlined; `plot_imbalance` draws
+one bar per row of the allocation log across its hosts' lanes, coloured by job category
+(shades alternate between the jobs of a category), yielded idle tails lighter and hatched,
+borrowed hosts outlined, malleable guests dashed, shrinks and expands marked where rows end
+and start (one rectangle per row, so 5,040 hosts stay cheap to draw); `plot_imbalance` draws
 max/mean of the per-PE finish times of every app-driven job. `write_plots` writes the standard
 set of a command. Figures are `matplotlib.figure.Figure` objects drawn by the Agg canvas, never
 through pyplot, so no global state changes and nothing is left open between calls; each PNG is
@@ -19,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +39,7 @@ from matplotlib.ticker import MaxNLocator
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.core.files import atomic_open
 from cosim.errors import InputError
-from cosim.output.tables import RunTables, step_series
+from cosim.output.tables import ROLES, RunTables, step_series
 
 __all__ = ["plot_gantt", "plot_imbalance", "plot_utilization", "write_plots"]
 
@@ -47,6 +50,8 @@ _RUN_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", 
                 "tab:pink", "tab:gray", "tab:olive", "tab:cyan")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _CONFIG_KEYS = ("workload", "platform", "batch", "technique", "rca")
+_MARK_MIN_PX = 8  # resize marks only on bars at least this wide
+_MAX_MARKS = 1500  # more resize marks than this would hide the bars: none are drawn
 
 
 # -- shared helpers -----------------------------------------------------------------------
@@ -108,18 +113,19 @@ def _metric(m: Mapping[str, Any], key: str) -> float | None:
 
 
 def _utilization(r: RunTables) -> float:
-    """Eq. 1 utilization: the summary's value, else recomputed from the allocations, which
-    count busy host-time the same way (start to busy end)."""
+    """Eq. 1 utilization: the summary's value, else recomputed from the allocation log: the
+    integral of the busy hosts (`step_series`) over hosts x [first start, last end]."""
     u = _metric(r.metrics, "utilization")
     if u is not None:
         return u
-    a, j = r.allocations, r.jobs
+    j = r.jobs
     ran = j[j["start"] >= 0]
     if not len(ran):
         return 0.0
     span = int(ran["end"].max() - ran["start"].min())
-    busy = int((a["busy_end"] - a["start"]).sum())
-    return busy / (r.n_hosts * span) if span > 0 else 0.0
+    times, busy = step_series(r)["busy_hosts"]
+    area = sum(map(int.__mul__, busy[:-1].tolist(), np.diff(times).tolist()))
+    return area / (r.n_hosts * span) if span > 0 else 0.0
 
 
 def _makespan_s(r: RunTables) -> float:
@@ -274,32 +280,101 @@ def _rects(y0: np.ndarray, y1: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> np
     return np.stack([np.c_[x0, y0], np.c_[x0, y1], np.c_[x1, y1], np.c_[x1, y0]], axis=1)
 
 
-def _blocks(job: np.ndarray, host: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Row order by (job, host) and the start of each block in it: rows of one job on
-    consecutive hosts (they share the job's start and end, so a block is one rectangle)."""
-    order = np.lexsort((host, job))
-    j, h = job[order], host[order]
-    brk = np.flatnonzero((np.diff(j) != 0) | (np.diff(h) != 1)) + 1
-    return order, np.r_[0, brk] if len(order) else np.zeros(0, dtype=np.int64)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class _Bars:
+    """The rectangles of a Gantt chart, one per allocation row (or per host of a row when
+    lanes are drawn apart): the row each comes from, its job, and its extent in axis units
+    (y: host lanes, x: time)."""
+
+    row: np.ndarray
+    job: np.ndarray
+    y0: np.ndarray
+    y1: np.ndarray
+    x0: np.ndarray
+    x1: np.ndarray
+
+    def take(self, mask: np.ndarray) -> _Bars:
+        return _Bars(row=self.row[mask], job=self.job[mask], y0=self.y0[mask],
+                     y1=self.y1[mask], x0=self.x0[mask], x1=self.x1[mask])
+
+    def rects(self) -> np.ndarray:
+        return _rects(self.y0, self.y1, self.x0, self.x1)
 
 
-def plot_gantt(path: PathLike, tables: RunTables) -> Path:
-    """Gantt chart of one run: hosts x time, one bar per allocation row.
+def _bars(a: np.ndarray, cores: int, half: float, apart: bool, pe_lanes: bool,
+          origin: int, scale: float) -> _Bars:
+    """The rectangles of the allocation rows `a` (see `plot_gantt`). A row is one rectangle
+    over its hosts' lanes, or one per host when lanes have gaps between them (`apart`) or
+    when a PE-level row holds part of each host's cores; with `pe_lanes`, a row covers the
+    share of each lane of its cores (core .. core + pes - 1 of ``cores``)."""
+    n = a["hosts"].astype(np.int64)
+    split = np.full(len(a), apart) | (pe_lanes & (a["pes"] < cores) & (n > 1))
+    reps = np.where(split, n, 1)
+    row = np.repeat(np.arange(len(a)), reps)
+    offset = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+    first = a["host"][row].astype(np.float64) + offset
+    last = np.where(split[row], first, a["host"][row] + n[row] - 1.0)
+    if pe_lanes:
+        lo = a["core"][row] / cores
+        hi = (a["core"][row] + a["pes"][row]) / cores
+    else:
+        lo, hi = np.zeros(len(row)), np.ones(len(row))
+    return _Bars(row=row, job=a["job"][row],
+                 y0=first - half + 2 * half * lo, y1=last - half + 2 * half * hi,
+                 x0=(a["start"][row] - origin) / scale, x1=(a["end"][row] - origin) / scale)
 
-    Each (job, host) allocation is a bar from the job's start to its end on the host's lane,
-    coloured by job category with alternating shades between the jobs of a category (by job,
-    cycling a qualitative palette, when there are no categories or more than 20). The busy
-    part (start to busy end) is solid; the yielded tail (busy end to end: the host idles in
-    its job and can be lent under RCA) is lighter and hatched. Allocations on borrowed hosts
-    (owner != job) are outlined in black, one outline per block of neighbouring hosts of a
-    job. With thin lanes (many hosts) every job's blocks get a white outline instead of
-    seams between lanes, which would stripe the chart. Job ids are written where they fit:
-    on each busy bar when lanes are tall, else once per job on its tallest block. Thin grey
-    lines separate the racks. Returns the path written.
-    """
+
+def _blocks(b: _Bars) -> _Bars:
+    """Rectangles of one job over the same interval that touch in y, merged (in job order):
+    what an outline or a label goes around."""
+    if not len(b.job):
+        return b
+    order = np.lexsort((b.y0, b.x1, b.x0, b.job))
+    s = b.take(order)
+    same = ((s.job[1:] == s.job[:-1]) & (s.x0[1:] == s.x0[:-1]) & (s.x1[1:] == s.x1[:-1])
+            & (np.abs(s.y0[1:] - s.y1[:-1]) < 1e-9))
+    starts = np.r_[0, np.flatnonzero(~same) + 1]
+    ends = np.r_[starts[1:], len(s.job)] - 1
+    return _Bars(row=s.row[starts], job=s.job[starts], y0=s.y0[starts], y1=s.y1[ends],
+                 x0=s.x0[starts], x1=s.x1[starts])
+
+
+def _resize_marks(t: RunTables, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Masks over the allocation rows `a`: busy rows of resized jobs whose end is a shrink
+    (the job's PEs decrease then) and whose start is an expand (they increase then). Rows a
+    job closes and reopens at one tick on the same PEs change nothing and are not marked."""
+    n = len(a)
+    shrink = np.zeros(n, dtype=bool)
+    expand = np.zeros(n, dtype=bool)
+    j = t.jobs
+    resized = j["id"][(j["start"] >= 0) & ((j["shrinks"] > 0) | (j["expands"] > 0))]
+    if not len(resized) or not n:
+        return shrink, expand
+    mine = np.flatnonzero(np.isin(a["job"], resized) & (a["role"] != ROLES.index("yielded")))
+    rows = a[mine]
+    m = len(rows)
+    # the net change of each job's PEs at each tick where some row of it starts or ends
+    keys = np.zeros(2 * m, dtype=[("job", "<i8"), ("tick", "<i8")])
+    keys["job"] = np.concatenate([rows["job"], rows["job"]])
+    keys["tick"] = np.concatenate([rows["start"], rows["end"]])
+    w = rows["hosts"].astype(np.int64) * rows["pes"]
+    _, inv = np.unique(keys, return_inverse=True)
+    delta = np.zeros(int(inv.max()) + 1, dtype=np.int64)
+    np.add.at(delta, inv, np.concatenate([w, -w]))
+    pos = np.searchsorted(j["id"], rows["job"])
+    shrink[mine] = (delta[inv[m:]] < 0) & (rows["end"] < j["end"][pos])
+    expand[mine] = (delta[inv[:m]] > 0) & (rows["start"] > j["start"][pos])
+    return shrink, expand
+
+
+def _gantt_figure(tables: RunTables) -> Figure:
+    """The figure of `plot_gantt`. Its artists carry ids (``gid``) naming what they draw:
+    ``busy``, ``yielded``, ``yielded-hatch``, ``outline``, ``borrowed``, ``guest``,
+    ``shrink`` and ``expand``."""
     t = tables
     a = t.allocations
     n_hosts = max(t.n_hosts, 1)
+    cores = max(t.cores_per_host, 1)
     origin = _origin([t])
     unit, sym = _time_unit(max(t.horizon - origin, 0) / TICKS_PER_SECOND)
     scale = TICKS_PER_SECOND * unit
@@ -316,71 +391,87 @@ def plot_gantt(path: PathLike, tables: RunTables) -> Path:
     lane_px = plot_h * _DPI / n_hosts
     tall = lane_px >= 8
     half = 0.43 if tall else 0.5  # gaps between lanes only where they can be seen
+    # PE-level allocations (a job on part of a host next to another job): each row gets the
+    # share of its hosts' lanes of its cores; whole-host runs keep whole lanes
+    pe_lanes = bool((a["core"] > 0).any())
 
     colours, cat_legend, colour_by = _job_colours(t.jobs)
-    row = np.searchsorted(t.jobs["id"], a["job"])
-    face = colours[row] if len(a) else np.zeros((0, 4))
-    y = a["host"].astype(np.float64)
-    x0 = (a["start"] - origin) / scale
-    xb = (a["busy_end"] - origin) / scale
-    x1 = (a["end"] - origin) / scale
+    bars = _bars(a, cores, half, tall, pe_lanes, origin, scale)
+    face = colours[np.searchsorted(t.jobs["id"], bars.job)] if len(bars.job) \
+        else np.zeros((0, 4))
+    role = a["role"][bars.row]
+    yielded = role == ROLES.index("yielded")
     seam = 0.8 if tall else 0.0
 
-    tail = xb < x1
-    light = face[tail].copy()
+    tails = bars.take(yielded)
+    light = face[yielded].copy()
     light[:, :3] = 1.0 - 0.45 * (1.0 - light[:, :3])
-    tail_rects = _rects(y[tail] - half, y[tail] + half, xb[tail], x1[tail])
+    tail_rects = tails.rects()
     ax.add_collection(PolyCollection(tail_rects, facecolors=light, edgecolors="white",
-                                     linewidths=seam, zorder=1))
+                                     linewidths=seam, zorder=1, gid="yielded"))
     if len(tail_rects):
         # One compound path for the hatch: Agg hatches it in one pass, where hatching each
         # of thousands of polygons takes seconds.
         hatch = PathPatch(MplPath.make_compound_path_from_polys(tail_rects), fill=False,
                           lw=0, hatch="////" if tall else "//////", zorder=1.5,
-                          edgecolor=(0.0, 0.0, 0.0, 0.22))
+                          edgecolor=(0.0, 0.0, 0.0, 0.22), gid="yielded-hatch")
         ax.add_patch(hatch)
-    ax.add_collection(PolyCollection(_rects(y - half, y + half, x0, xb), facecolors=face,
-                                     edgecolors="white", linewidths=seam, zorder=2))
+    busy = bars.take(~yielded)
+    ax.add_collection(PolyCollection(busy.rects(), facecolors=face[~yielded],
+                                     edgecolors="white", linewidths=seam, zorder=2, gid="busy"))
     # an empty or instantaneous run still gets a non-degenerate axis
     span_units = (t.horizon - origin) / scale if len(a) and t.horizon > origin else 1.0
     px_per_unit = (width - left - right) * _DPI / (span_units * 1.02)
-    order, first = _blocks(a["job"], a["host"])
-    if not tall and len(order):
+    if not tall and len(bars.job):
         # only around blocks a few pixels wide: on thinner ones the outline would erase them
-        blk = order[first]
-        wide = (x1[blk] - x0[blk]) * px_per_unit >= 4
-        lo = a["host"][blk] - half
-        hi = np.maximum.reduceat(a["host"][order], first) + half
-        ax.add_collection(PolyCollection(_rects(lo[wide], hi[wide], x0[blk][wide],
-                                                x1[blk][wide]),
-                                         facecolors="none", edgecolors="white",
-                                         linewidths=0.5, zorder=2.5))
-    lent = a["owner"] != a["job"]
-    if lent.any():
-        idx = np.flatnonzero(lent)
-        order, first = _blocks(a["job"][idx], a["host"][idx])
-        rows = idx[order]
-        inset = 0.04 if tall else 0.0  # keep the outline inside its lanes
-        lo = a["host"][rows][first] - half + inset
-        hi = np.maximum.reduceat(a["host"][rows], first) + half - inset
-        ax.add_collection(PolyCollection(_rects(lo, hi, x0[rows][first], x1[rows][first]),
-                                         facecolors="none", edgecolors="black",
-                                         linewidths=1.2 if tall else 0.6, zorder=3))
+        blk = _blocks(bars)
+        wide = (blk.x1 - blk.x0) * px_per_unit >= 4
+        ax.add_collection(PolyCollection(blk.take(wide).rects(), facecolors="none",
+                                         edgecolors="white", linewidths=0.5, zorder=2.5,
+                                         gid="outline"))
+    inset = 0.04 if tall else 0.0  # keep an outline inside its lanes
+    lent = role == ROLES.index("borrowed")
+    guest = role == ROLES.index("guest")
+    for mask, style, gid in ((lent, "solid", "borrowed"), (guest, (0, (3, 2)), "guest")):
+        if mask.any():
+            blk = _blocks(bars.take(mask))
+            ax.add_collection(PolyCollection(
+                _rects(blk.y0 + inset, blk.y1 - inset, blk.x0, blk.x1), facecolors="none",
+                edgecolors="black", linewidths=1.2 if tall else 0.6, linestyles=style,
+                zorder=3, gid=gid))
 
-    _label_jobs(ax, a, x0, xb, lane_px, px_per_unit)
+    # marks on the rectangles of the rows whose end is a shrink or whose start an expand,
+    # where the bar is wide enough to be seen and the marks do not cover the chart
+    shrink, expand = _resize_marks(t, a)
+    seen = (bars.x1 - bars.x0) * px_per_unit >= _MARK_MIN_PX
+    todo = [(shrink[bars.row] & seen, "v", "shrink", bars.x1),
+            (expand[bars.row] & seen, "^", "expand", bars.x0)]
+    n_marks = sum(int(m.sum()) for m, *_ in todo)
+    too_many = n_marks > _MAX_MARKS
+    marks = []
+    for mask, marker, gid, x in todo if not too_many else ():
+        if not mask.any():
+            continue
+        ax.scatter(x[mask], (bars.y0[mask] + bars.y1[mask]) / 2, marker=marker,
+                   s=16 if tall else 8, c="black", linewidths=0, zorder=4, gid=gid)
+        marks.append((marker, gid))
 
-    for b in np.flatnonzero(np.diff(t.racks[:n_hosts])) + 0.5:
-        ax.axhline(b, color="0.55", lw=0.6, zorder=0.5)
+    _label_jobs(ax, busy, lane_px, px_per_unit)
+
+    bounds = np.flatnonzero(np.diff(t.racks[:n_hosts])) + 0.5
+    if plot_h * _DPI / (len(bounds) + 1) >= 6:  # more rack lines than that would stripe it
+        for b in bounds:
+            ax.axhline(b, color="0.55", lw=0.6, zorder=0.5)
     ax.set_xlim(0, span_units * 1.02)
     ax.set_ylim(n_hosts - 0.5, -0.5)  # host 0 on top, as in a listing
     if n_hosts <= 32:
         ax.set_yticks(range(n_hosts), [t.host_names[h] if h < len(t.host_names) else str(h)
                                        for h in range(n_hosts)], fontsize=8)
-        ax.set_ylabel("host")
+        ax.set_ylabel("host" + (" (lanes split by core)" if pe_lanes else ""))
     else:
         step = 16 if n_hosts <= 512 else int(np.ceil(n_hosts / 32 / 16) * 16)
         ax.set_yticks(range(0, n_hosts, step))
-        ax.set_ylabel("host index")
+        ax.set_ylabel("host index" + (" (lanes split by core)" if pe_lanes else ""))
     ax.set_xlabel(f"time since the first submission [{sym}]")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)
@@ -388,13 +479,24 @@ def plot_gantt(path: PathLike, tables: RunTables) -> Path:
         _no_data(ax, "no job ran: nothing to plot")
 
     # legend entries for what is drawn (a run without RCA has no tails, no borrowed hosts)
-    handles = [Patch(fc="0.45", ec="white", label="busy (computing)")]
-    if tail.any():
+    handles: list[Any] = [Patch(fc="0.45", ec="white", label="busy (computing)")]
+    if yielded.any():
         handles.append(Patch(fc="0.8", ec="white", hatch="////",
                              label="yielded tail\n(idle, lendable)"))
     if lent.any():
         handles.append(Patch(fc="none", ec="black", lw=1.2,
                              label="on borrowed hosts\n(owner ≠ job)"))
+    if guest.any():
+        handles.append(Patch(fc="none", ec="black", lw=1.2, ls=(0, (3, 2)),
+                             label="guest on another\njob's PEs"))
+    for marker, gid in marks:
+        handles.append(Line2D([], [], ls="none", marker=marker, color="black", ms=5,
+                              label="shrink (PEs released)" if gid == "shrink"
+                              else "expand (PEs added)"))
+    if too_many:
+        handles.append(Patch(fc="none", ec="none",
+                             label=f"{int(shrink.sum() + expand.sum())} resized rows:\n"
+                                   "too many to mark"))
     leg = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                     fontsize=8, title="bar", title_fontsize=9, frameon=False)
     # Only the categories of jobs that ran: the colours are fixed over all jobs, the legend
@@ -409,47 +511,73 @@ def plot_gantt(path: PathLike, tables: RunTables) -> Path:
                   title="job category", title_fontsize=9,
                   ncols=2 if len(cat_legend) > 6 else 1)
     ran = int((t.jobs["start"] >= 0).sum())
+    extra = [f"{int((a['role'] == ROLES.index('borrowed')).sum())} on borrowed hosts"]
+    if guest.any():
+        extra.append(f"{int((a['role'] == ROLES.index('guest')).sum())} guest")
+    resized = int(((t.jobs["shrinks"] > 0) | (t.jobs["expands"] > 0)).sum())
+    if resized:
+        extra.append(f"{resized} jobs resized")
     fig.suptitle(f"Gantt chart of {t.run_id}: {n_hosts} hosts, {ran} jobs ran, "
-                 f"{len(a)} allocations ({int(lent.sum())} on borrowed hosts)", fontsize=12,
+                 f"{len(a)} allocation rows ({', '.join(extra)})", fontsize=12,
                  x=left / width, ha="left", y=1 - 0.12 / height, va="top")
     sub = _common_config([t])
     fig.text(left / width, 1 - 0.42 / height,
              f"{sub}; colour by {colour_by}" if sub else f"colour by {colour_by}",
              fontsize=9, color="0.3", va="top")
-    return _save(fig, path)
+    return fig
 
 
-def _label_jobs(ax: Any, a: np.ndarray, x0: np.ndarray, xb: np.ndarray, lane_px: float,
-                px_per_unit: float) -> None:
+def plot_gantt(path: PathLike, tables: RunTables) -> Path:
+    """Gantt chart of one run: hosts x time, one bar per allocation row.
+
+    Each row of the allocation log is a bar over its interval across the lanes of its hosts
+    (one rectangle for a run of hosts: a 5,040-host chart draws thousands of rectangles, not
+    millions), coloured by job category with alternating shades between the jobs of a
+    category (by job, cycling a qualitative palette, when there are no categories or more
+    than 20). Busy rows are solid; ``yielded`` rows (the idle tail of a host its job
+    reported out of work: it can be lent under RCA) are lighter and hatched. Rows on
+    borrowed hosts (RCA) are outlined in black, a malleable guest's rows on another job's
+    PEs in dashed black, one outline per block of neighbouring hosts. When some job holds
+    part of a host next to another (PE-level allocations), each row takes the share of its
+    hosts' lanes of its cores. A resize shows as rows ending (shrink: the PEs released,
+    marked ▼ at the end) and starting (expand: the PEs added, marked ▲ at the start) inside
+    the job's run; marks go only on bars at least 8 pixels wide, and none when there would be
+    more than 1,500 (the legend says so). With thin lanes (many hosts) every job's blocks get a white outline
+    instead of seams between lanes, which would stripe the chart. Job ids are written where
+    they fit: on each busy bar when lanes are tall, else once per job on its tallest block.
+    Thin grey lines separate the racks while racks are at least 6 pixels tall. Returns the
+    path written.
+    """
+    return _save(_gantt_figure(tables), path)
+
+
+def _label_jobs(ax: Any, busy: _Bars, lane_px: float, px_per_unit: float) -> None:
     """Job ids on busy bars wherever the text fits (estimated from the font size)."""
     fs = 8 if lane_px >= 14 else 6
     char_px = 0.62 * fs * _DPI / 72
     text_h = 1.3 * fs * _DPI / 72
+    if not len(busy.job):
+        return
     if lane_px >= 14:  # tall lanes: one label per busy bar
-        digits = np.char.str_len(a["job"].astype(str))
-        fits = (xb - x0) * px_per_unit >= char_px * digits + 6
+        digits = np.char.str_len(busy.job.astype(str))
+        fits = ((busy.x1 - busy.x0) * px_per_unit >= char_px * digits + 6) & (
+            (busy.y1 - busy.y0) * lane_px >= text_h * 0.8)
         for k in np.flatnonzero(fits):
-            ax.text((x0[k] + xb[k]) / 2, a["host"][k], str(int(a["job"][k])), ha="center",
-                    va="center", fontsize=fs, zorder=4, clip_on=True)
+            ax.text((busy.x0[k] + busy.x1[k]) / 2, (busy.y0[k] + busy.y1[k]) / 2,
+                    str(int(busy.job[k])), ha="center", va="center", fontsize=fs, zorder=4,
+                    clip_on=True)
         return
-    # Thin lanes: one label per job, on its tallest block of neighbouring hosts, centred in
-    # time up to the median busy end of the block (most of its hosts still compute there).
-    order, first = _blocks(a["job"], a["host"])
-    if not len(order):
-        return
-    sizes = np.diff(np.r_[first, len(order)])
-    # blocks are in job order: each job's blocks are one slice of them
-    _, job_first, job_count = np.unique(a["job"][order][first], return_index=True,
-                                        return_counts=True)
+    # Thin lanes: one label per job, on its tallest block of neighbouring hosts.
+    blk = _blocks(busy)
+    size = blk.y1 - blk.y0
+    _, job_first, job_count = np.unique(blk.job, return_index=True, return_counts=True)
     for f, c in zip(job_first.tolist(), job_count.tolist(), strict=True):
-        b = f + int(np.argmax(sizes[f:f + c]))
-        rows = order[first[b]: first[b] + sizes[b]]
-        j = a["job"][rows[0]]
-        lo, hi = x0[rows[0]], float(np.median(xb[rows]))
-        label = str(int(j))
-        if (hi - lo) * px_per_unit >= char_px * len(label) + 4 and len(rows) * lane_px >= text_h:
-            ax.text((lo + hi) / 2, (a["host"][rows[0]] + a["host"][rows[-1]]) / 2, label,
-                    ha="center", va="center", fontsize=fs, zorder=4, clip_on=True,
+        k = f + int(np.argmax(size[f:f + c]))
+        label = str(int(blk.job[k]))
+        lo, hi = blk.x0[k], blk.x1[k]
+        if (hi - lo) * px_per_unit >= char_px * len(label) + 4 and size[k] * lane_px >= text_h:
+            ax.text((lo + hi) / 2, (blk.y0[k] + blk.y1[k]) / 2, label, ha="center",
+                    va="center", fontsize=fs, zorder=4, clip_on=True,
                     bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
                           "alpha": 0.6})
 

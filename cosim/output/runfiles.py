@@ -4,12 +4,18 @@ Every file is written to a temporary name in the output directory and renamed in
 an interrupted run never leaves a partial file under the final name; ``summary.json`` is
 written last and marks a complete run. ``jobs.csv`` has one row per job in id order:
 ``job_id,submit_s,start_s,end_s,hosts,pes,status,wait_s,walltime_s,runtime_s,category,app,
-host_list,yielded,lent,borrowed`` (times in seconds, exact to the nanosecond; start/end/wait
-empty for rejected jobs; ``host_list`` as ranges ``0-7 16-23``, borrowed hosts included). The
-RCA columns show owner and user (`JobOutcome`), as space-separated ``host@x`` items, empty
-when there are none: ``yielded`` — ``17@12.5``: host 17 reported out of work at 12.5 s;
-``lent`` — ``17@20``: the job's host 17 first lent to another job at 20 s; ``borrowed`` —
-``17@3``: the job ran on host 17 while job 3 owned it.
+host_list,yielded,lent,borrowed,kind,shrinks,expands,pe_seconds`` (times in seconds, exact to
+the nanosecond; start/end/wait empty for rejected jobs; ``hosts`` and ``host_list`` — ranges
+such as ``0-7 16-23``, from the runs of the job's `IndexSet`, without a loop over its hosts —
+count every host the job had PEs on, borrowed ones and those of its resizes included; ``pes``
+is the job's reference PE count). The RCA columns show owner and user (`JobOutcome`), as
+space-separated ``host@x`` items, empty when there are none: ``yielded`` — ``17@12.5``: host
+17 reported out of work at 12.5 s; ``lent`` — ``17@20``: the job's host 17 first lent to
+another job at 20 s; ``borrowed`` — ``17@3``: the job ran on host 17 while job 3 owned it.
+The malleability columns come last, so the earlier ones keep their positions: ``kind``
+(rigid, moldable, malleable, evolving), ``shrinks`` and ``expands`` (resize commands the job
+obeyed) and ``pe_seconds`` (PE-time used, exact: PEs x seconds over its allocation as it
+changed, yielded idle tails excluded).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from cosim.workload.swf_write import format_ticks
 __all__ = ["atomic_write", "write_jobs_csv", "write_summary", "host_ranges"]
 
 JOBS_HEADER = ("job_id,submit_s,start_s,end_s,hosts,pes,status,wait_s,walltime_s,runtime_s,"
-               "category,app,host_list,yielded,lent,borrowed")
+               "category,app,host_list,yielded,lent,borrowed,kind,shrinks,expands,pe_seconds")
 
 
 def atomic_write(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
@@ -36,16 +42,21 @@ def atomic_write(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
 
 
 def host_ranges(hosts: Sequence[int]) -> str:
-    """``(0, 1, 2, 5)`` -> ``"0-2 5"`` (hosts ascending)."""
-    out = []
-    i = 0
-    while i < len(hosts):
-        j = i
-        while j + 1 < len(hosts) and hosts[j + 1] == hosts[j] + 1:
-            j += 1
-        out.append(str(hosts[i]) if i == j else f"{hosts[i]}-{hosts[j]}")
-        i = j + 1
-    return " ".join(out)
+    """``(0, 1, 2, 5)`` -> ``"0-2 5"`` (hosts ascending); an `IndexSet` from its runs."""
+    runs = getattr(hosts, "runs", None)
+    if runs is None:
+        runs = _runs(hosts)
+    return " ".join(str(f) if n == 1 else f"{f}-{f + n - 1}" for f, n in runs)
+
+
+def _runs(hosts: Sequence[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for h in hosts:
+        if out and out[-1][0] + out[-1][1] == h:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((h, 1))
+    return out
 
 
 def _at(pairs: Sequence[tuple[int, int]], ticks: bool) -> str:
@@ -57,16 +68,20 @@ def _at(pairs: Sequence[tuple[int, int]], ticks: bool) -> str:
 
 def _rows(outcomes: Sequence[JobOutcome]) -> Iterable[str]:
     yield JOBS_HEADER + "\n"
+    sec = format_ticks
     for o in sorted(outcomes, key=lambda o: o.job.id):
         j = o.job
         started = o.start is not None
-        start = format_ticks(o.start) if started else ""
-        end = format_ticks(o.end) if o.end is not None else ""
-        wait = format_ticks(o.start - j.submit) if started else ""
-        yield (f"{j.id},{format_ticks(j.submit)},{start},{end},{len(o.hosts) or j.hosts},"
-               f"{j.pes},{o.status},{wait},{format_ticks(j.walltime)},"
-               f"{format_ticks(j.runtime)},{j.category},{j.app},{host_ranges(o.hosts)},"
-               f"{_at(o.yielded, True)},{_at(o.lent, True)},{_at(o.borrowed, False)}\n")
+        start = sec(o.start) if started else ""
+        end = sec(o.end) if o.end is not None else ""
+        wait = sec(o.start - j.submit) if started else ""
+        # the RCA columns are empty for most jobs: skip their formatting then
+        rca = (f"{_at(o.yielded, True)},{_at(o.lent, True)},{_at(o.borrowed, False)}"
+               if o.yielded or o.lent or o.borrowed else ",,")
+        yield (f"{j.id},{sec(j.submit)},{start},{end},{len(o.hosts) or j.hosts},"
+               f"{j.pes},{o.status},{wait},{sec(j.walltime)},{sec(j.runtime)},"
+               f"{j.category},{j.app},{host_ranges(o.hosts)},{rca},"
+               f"{j.kind},{o.shrinks},{o.expands},{sec(o.pe_ticks)}\n")
 
 
 def write_jobs_csv(path: str | os.PathLike[str], outcomes: Sequence[JobOutcome]) -> None:

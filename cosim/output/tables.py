@@ -1,30 +1,38 @@
 """The tables of one finished run: what ``results.h5``, the OTF2 trace and the plots are made of.
 
 `RunTables` holds a run's outcome as flat numpy tables, in integer ticks (ns), built once by
-`build_tables` from the job outcomes and (when recorded) the apps' chunk tables; the HDF5
-writer stores it, the HDF5 reader gives it back, and the trace writer and the plots read only
-it, so the three outputs cannot disagree. Tables: ``jobs`` (one row per job, id order),
-``allocations`` (one row per job and host it ran on: the owner job, the interval and the busy
-end — the host's yield tick or the job's end), ``workers`` (one row per PE of each app-driven
-job: its rank, global PE index, host and "no more work" tick), ``chunks`` (one row per chunk
-with its global PE, clipped to the job's end for killed jobs; None when not recorded).
-`step_series` gives the utilization, running and queued counts over time as step functions.
+`build_tables` from the job outcomes, the batch level's allocation log and (when recorded) the
+apps' chunk tables; the HDF5 writer stores it, the HDF5 reader gives it back, and the trace
+writer and the plots read only it, so the outputs cannot disagree. Tables: ``jobs`` (one row
+per job, id order, built column by column with numpy: no Python object per job and host),
+``allocations`` (the allocation log, `cosim.bls.alloclog.ALLOC_DTYPE`: one row per interval
+during which a job used cores ``core .. core + pes - 1`` of hosts ``host .. host + hosts -
+1``, in a role — ``own``, ``borrowed`` (RCA, `owner` lent it), ``guest`` (on PEs taken from
+`owner`) or ``yielded`` (the idle tail of a host the job reported out of work, until it is
+lent or the job ends); a shrink ends rows, an expand starts new ones), ``workers`` (one row per
+PE of each app-driven job: its rank, global PE index, host and "no more work" tick),
+``chunks`` (one row per chunk with its global PE, clipped to the job's end for killed jobs;
+None when not recorded); the last two exist only for app-driven jobs. `step_series` gives the
+busy hosts, busy PEs, running and queued counts over time as step functions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
+from cosim.bls.alloclog import ALLOC_DTYPE, BORROWED, OWN, ROLES, YIELDED
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.platform.allocation import job_pe_indices, spread_pes
 from cosim.workload.jobs import JobOutcome
 
-__all__ = ["JOB_DTYPE", "ALLOC_DTYPE", "WORKER_DTYPE", "CHUNK_DTYPE", "RunTables",
-           "build_tables", "step_series"]
+__all__ = ["JOB_DTYPE", "ALLOC_DTYPE", "ROLES", "WORKER_DTYPE", "CHUNK_DTYPE", "RunTables",
+           "allocations_from_outcomes", "build_tables", "busy_host_series", "busy_rows",
+           "step_series"]
 
 NO_TICK = -1  # start/end of a job that never ran
 
@@ -34,27 +42,25 @@ JOB_DTYPE = np.dtype([
     ("status", "S9"), ("category", "S32"), ("app", "S32"), ("technique", "S16"),
     ("wait_s", "<f8"), ("response_s", "<f8"), ("slowdown", "<f8"),
     ("yields", "<i4"), ("lends", "<i4"), ("borrows", "<i4"), ("imbalance", "<f8"),
+    ("kind", "S9"), ("min_pes", "<i4"), ("max_pes", "<i4"), ("pes_start", "<i4"),
+    ("shrinks", "<i4"), ("expands", "<i4"), ("pe_seconds", "<f8"),
 ])
 """One row per job. Ticks; -1 start/end when rejected; wait/response in seconds and slowdown
-= response / run time (NaN when the job did not run); yields/lends/borrows: counts of hosts
-(`JobOutcome`); imbalance: max / mean of the per-PE finish times from the loop start (NaN for
-rigid jobs, or when the chunks were not simulated here)."""
-
-ALLOC_DTYPE = np.dtype([
-    ("job", "<i8"), ("host", "<i4"), ("pes", "<i4"), ("owner", "<i8"),
-    ("start", "<i8"), ("end", "<i8"), ("busy_end", "<i8"),
-])
-"""One row per (job, host): the job's `pes` PEs are cores 0..pes-1 of `host` from `start` to
-`end`; `owner` is the job owning the host (the job itself unless borrowed); `busy_end` is the
-host's yield tick (all of its PEs out of work) or `end`. Sorted by (host, start, job)."""
+= response / run time (NaN when the job did not run); hosts: every host the job had PEs on
+(the requested hosts if it never ran); pes: the reference PEs of the job (`Job.pes`);
+yields/lends/borrows: counts of hosts (`JobOutcome`); imbalance: max / mean of the per-PE
+finish times from the loop start (NaN for rigid jobs, or when the chunks were not simulated
+here); kind, min_pes, max_pes: the job's malleability (`Job`); pes_start: the PEs it started
+on (0 when it never ran); shrinks, expands: resize commands it obeyed; pe_seconds: PE-time it
+used (PEs x seconds over its changing allocation, yielded idle tails excluded)."""
 
 WORKER_DTYPE = np.dtype([
     ("job", "<i8"), ("rank", "<i4"), ("pe", "<i4"), ("host", "<i4"),
     ("finish", "<i8"), ("done", "<i8"),
 ])
-"""One row per PE of an app-driven job, by (job, rank). Rank 0 holds the master. finish: end
-of its last chunk (the loop start if none); done: "no more work" received; both clipped to
-the job's end."""
+"""One row per PE of an app-driven job, by (job, rank). Rank 0 holds the master; ranks added
+by an expand follow the first ones. finish: end of its last chunk (the loop start if none);
+done: "no more work" received, or its release after a shrink; both clipped to the job's end."""
 
 CHUNK_DTYPE = np.dtype([
     ("job", "<i8"), ("pe", "<i4"), ("rank", "<i4"), ("first", "<i8"), ("size", "<i8"),
@@ -94,21 +100,201 @@ class RunTables:
         return int(ran.max()) if len(ran) else 0
 
 
-def _job_row(o: JobOutcome, technique: str, imbalance: float) -> tuple:
-    j = o.job
-    if o.start is None or o.end is None:
-        wait = response = slowdown = float("nan")
-        start = end = NO_TICK
+# -- the jobs table -------------------------------------------------------------------------
+
+def _column(items: Sequence[Any], get: Any, dtype: Any) -> np.ndarray:
+    return np.fromiter(map(get, items), dtype=dtype, count=len(items))
+
+
+def _strings(values: Any, width: int) -> np.ndarray:
+    # cut to the field's width in bytes (numpy would raise on longer values)
+    return np.array([v.encode()[:width] for v in values], dtype=f"S{width}")
+
+
+def _jobs_table(outs: Sequence[JobOutcome], technique: str,
+                imbalance: Mapping[int, float]) -> np.ndarray:
+    """The ``jobs`` table of outcomes in id order, column by column (attrgetter passes: no
+    Python object per row is kept)."""
+    n = len(outs)
+    t = np.zeros(n, dtype=JOB_DTYPE)
+    jobs = [o.job for o in outs]
+    for name in ("id", "submit", "walltime", "runtime", "pes", "min_pes", "max_pes"):
+        t[name] = _column(jobs, attrgetter(name), np.int64)
+    for name in ("shrinks", "expands"):
+        t[name] = _column(outs, attrgetter(name), np.int64)
+    starts = [o.start for o in outs]
+    ends = [o.end for o in outs]
+    ran = np.fromiter((a is not None and b is not None for a, b in zip(starts, ends)),
+                      dtype=bool, count=n)
+    t["start"] = np.fromiter((NO_TICK if x is None else x for x in starts), np.int64, n)
+    t["end"] = np.fromiter((NO_TICK if x is None else x for x in ends), np.int64, n)
+    t["start"][~ran] = NO_TICK
+    t["end"][~ran] = NO_TICK
+    t["hosts"] = np.fromiter((len(o.hosts) or o.job.hosts for o in outs), np.int64, n)
+    t["status"] = _strings(map(attrgetter("status"), outs), 9)
+    t["category"] = _strings(map(attrgetter("category"), jobs), 32)
+    t["app"] = _strings(map(attrgetter("app"), jobs), 32)
+    t["kind"] = _strings(map(attrgetter("kind"), jobs), 9)
+    tech = technique.encode()[:16]
+    t["technique"] = np.where(t["app"] != b"rigid", tech, b"")
+    start, end, submit = t["start"], t["end"], t["submit"]
+    nan = np.full(n, np.nan)
+    run = end - start
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # differences of ticks below 2**53 convert exactly: IEEE division then rounds as
+        # Python's int / int does
+        t["wait_s"] = np.where(ran, (start - submit) / TICKS_PER_SECOND, nan)
+        t["response_s"] = np.where(ran, (end - submit) / TICKS_PER_SECOND, nan)
+        t["slowdown"] = np.where(ran & (run > 0), (end - submit) / np.where(run > 0, run, 1),
+                                 nan)
+    for name, attr in (("yields", "yielded"), ("lends", "lent"), ("borrows", "borrowed")):
+        t[name] = np.fromiter((len(x) for x in map(attrgetter(attr), outs)), np.int64, n)
+    t["imbalance"] = np.nan
+    if imbalance:
+        pos = np.searchsorted(t["id"], np.fromiter(imbalance, dtype=np.int64))
+        t["imbalance"][pos] = np.fromiter(imbalance.values(), dtype=np.float64)
+    t["pes_start"] = np.where(ran, np.fromiter((o.pes_start or o.job.pes for o in outs),
+                                               np.int64, n), 0)
+    t["pe_seconds"] = _column(outs, attrgetter("pe_ticks"), np.float64) / TICKS_PER_SECOND
+    return t
+
+
+# -- the allocation log -----------------------------------------------------------------------
+
+def allocations_from_outcomes(outcomes: Sequence[JobOutcome]) -> np.ndarray:
+    """The allocation log of a run without resizes, rebuilt from its outcomes.
+
+    For callers that did not keep `cosim.runner.SimResult.allocations`: each job that ran
+    used cores ``0 .. k-1`` of each of its hosts (`spread_pes`) from its start to its end,
+    ``borrowed`` on the hosts it borrowed; a host it yielded stops there and its idle tail is a
+    ``yielded`` row up to the job's end, cut where a borrower ran on the host. The rows cover
+    the same PEs over the same intervals as the batch level's log (rows on neighbouring hosts
+    may be grouped differently). ValueError for a job that was resized: its PEs over time are
+    only in the log.
+    """
+    cols: dict[str, list[int]] = {n: [] for n in ALLOC_DTYPE.names}
+    add = [cols[n].append for n in ALLOC_DTYPE.names]
+
+    def row(*values: int) -> None:
+        for a, v in zip(add, values, strict=True):
+            a(v)
+
+    borrowers: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for o in outcomes:
+        if o.borrowed and o.start is not None and o.end is not None:
+            for h, owner in o.borrowed:
+                borrowers.setdefault((owner, h), []).append((o.start, o.end))
+    for o in outcomes:
+        if o.start is None or o.end is None or o.end <= o.start:
+            continue
+        jid, start, end = o.job.id, o.start, o.end
+        if o.shrinks or o.expands:
+            raise ValueError(f"job {jid} was resized: pass the run's allocation log "
+                             "(SimResult.allocations)")
+        pes = o.pes_start or o.job.pes
+        base, extra = divmod(pes, len(o.hosts))
+        if not o.yielded and not o.borrowed:  # whole runs of hosts, split by the spread rule
+            seen = 0
+            for first, n in _runs(o.hosts):
+                k = min(n, extra - seen) if extra > seen else 0
+                if k:
+                    row(jid, first, k, 0, base + 1, start, end, OWN, jid)
+                if n > k and base:
+                    row(jid, first + k, n - k, 0, base, start, end, OWN, jid)
+                seen += n
+            continue
+        yielded = dict(o.yielded)
+        owners = dict(o.borrowed)
+        for h, k in zip(o.hosts, spread_pes(pes, len(o.hosts)), strict=True):
+            if not k:
+                continue
+            owner = owners.get(h, jid)
+            role = BORROWED if h in owners else OWN
+            stop = min(yielded.get(h, end), end)
+            if stop > start:
+                row(jid, h, 1, 0, k, start, stop, role, owner)
+            t = stop
+            # a borrower on the host hides the owner's tail while it runs there
+            lent = () if h in owners else sorted(borrowers.get((jid, h), ()))
+            for a, b in lent:
+                if b <= t or a >= end:
+                    continue
+                if a > t:
+                    row(jid, h, 1, 0, k, t, a, YIELDED, owner)
+                t = max(t, b)
+            if end > t:
+                row(jid, h, 1, 0, k, t, end, YIELDED, owner)
+    out = np.zeros(len(cols["job"]), dtype=ALLOC_DTYPE)
+    for name, values in cols.items():
+        out[name] = values
+    return out[np.lexsort((out["core"], out["job"], out["start"], out["host"]))]
+
+
+def _runs(hosts: Sequence[int]) -> list[tuple[int, int]]:
+    runs = getattr(hosts, "runs", None)
+    if runs is not None:
+        return list(runs)
+    out: list[tuple[int, int]] = []
+    for h in hosts:
+        if out and out[-1][0] + out[-1][1] == h:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((h, 1))
+    return out
+
+
+def _check_log(a: Any) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype == ALLOC_DTYPE:
+        return a
+    if a.dtype.names is None or set(a.dtype.names) != set(ALLOC_DTYPE.names):
+        raise TypeError(f"allocations: dtype {a.dtype} is not the allocation log's "
+                        f"{ALLOC_DTYPE}")
+    out = np.zeros(len(a), dtype=ALLOC_DTYPE)
+    for n in ALLOC_DTYPE.names:
+        out[n] = a[n]
+    return out
+
+
+# -- workers and chunks -------------------------------------------------------------------------
+
+def _app_tables(o: JobOutcome, lr: Any, pe_hosts: np.ndarray
+                ) -> tuple[float, np.ndarray, np.ndarray | None]:
+    """(imbalance, workers, chunks or None) of one app-driven job that ran."""
+    end = o.end
+    n_ranks = len(lr.finish)
+    pes = getattr(lr, "pes", ())
+    if len(pes):  # the ALS says where each rank ran (expands add ranks)
+        pe_idx = np.asarray(pes, dtype=np.int64)
     else:
-        start, end = o.start, o.end
-        wait = (start - j.submit) / TICKS_PER_SECOND
-        response = (end - j.submit) / TICKS_PER_SECOND
-        run = end - start
-        slowdown = (end - j.submit) / run if run > 0 else float("nan")
-    return (j.id, j.submit, start, end, j.walltime, j.runtime, len(o.hosts) or j.hosts,
-            j.pes, o.status.encode(), j.category.encode()[:32], j.app.encode()[:32],
-            technique.encode()[:16] if j.app != "rigid" else b"", wait, response, slowdown,
-            len(o.yielded), len(o.lent), len(o.borrowed), imbalance)
+        pe_idx = np.asarray(job_pe_indices(pe_hosts, list(o.hosts), n_ranks), dtype=np.int64)
+    finish = np.minimum(np.asarray(lr.finish, dtype=np.int64), end)
+    done = np.minimum(np.asarray(lr.done, dtype=np.int64), end)
+    span = (finish - lr.start).astype(np.float64)
+    imbalance = float(span.max() / span.mean()) if len(span) and span.mean() > 0 \
+        else float("nan")
+    w = np.zeros(n_ranks, dtype=WORKER_DTYPE)
+    w["job"] = o.job.id
+    w["rank"] = np.arange(n_ranks)
+    w["pe"] = pe_idx
+    w["host"] = pe_hosts[pe_idx]
+    w["finish"] = finish
+    w["done"] = done
+    c = lr.chunks
+    if c is None:
+        return imbalance, w, None
+    keep = c.t_start < end
+    t = np.zeros(int(keep.sum()), dtype=CHUNK_DTYPE)
+    t["job"] = o.job.id
+    t["rank"] = c.rank[keep]
+    t["pe"] = pe_idx[c.rank[keep]]
+    t["first"] = c.first[keep]
+    t["size"] = c.size[keep]
+    t["t_assign"] = c.t_assign[keep]
+    t["t_start"] = c.t_start[keep]
+    t["t_end"] = np.minimum(c.t_end[keep], end)
+    t["step"] = c.step[keep]
+    return imbalance, w, t
 
 
 def build_tables(
@@ -122,64 +308,56 @@ def build_tables(
     n_hosts: int,
     loops: Mapping[int, Any] | None = None,
     technique: str = "",
+    allocations: np.ndarray | None = None,
 ) -> RunTables:
-    """Tables of a run from its outcomes and, optionally, the `LoopResult` of each app-driven
-    job (`cosim.runner.CosimResult.loops`; chunk tables included when recorded)."""
+    """Tables of a run (see the module docstring).
+
+    Parameters
+    ----------
+    outcomes:
+        One `JobOutcome` per job, any order (rejected jobs included).
+    run_id, config, metrics, stats:
+        Stored as given (see `RunTables`).
+    platform, n_hosts:
+        The platform and the hosts of it the run used (names, racks, cores per host).
+    loops:
+        The `LoopResult` of each app-driven job (`cosim.runner.SimResult.loops`; chunk
+        tables included when recorded).
+    technique:
+        The DLS technique of the app-driven jobs (empty for rigid jobs).
+    allocations:
+        The run's allocation log (`cosim.runner.SimResult.allocations`). None rebuilds it
+        from the outcomes (`allocations_from_outcomes`), which only works for runs without
+        resizes.
+    """
     loops = loops or {}
-    pe_hosts = platform.pe_hosts()
     cores = platform.hosts[0].cores
-    jobs, allocs, workers, chunks = [], [], [], []
+    ids = np.fromiter((o.job.id for o in outcomes), dtype=np.int64, count=len(outcomes))
+    order = np.argsort(ids, kind="stable")
+    outs = [outcomes[i] for i in order.tolist()]
+    imbalance: dict[int, float] = {}
+    workers, chunks = [], []
     any_chunks = False
-    for o in sorted(outcomes, key=lambda o: o.job.id):
-        lr = loops.get(o.job.id)
-        imbalance = float("nan")
-        if o.start is not None and o.end is not None:
-            yielded = dict(o.yielded)
-            owners = dict(o.borrowed)
-            for h, k in zip(o.hosts, spread_pes(o.job.pes, len(o.hosts)), strict=True):
-                allocs.append((o.job.id, h, k, owners.get(h, o.job.id), o.start, o.end,
-                               min(yielded.get(h, o.end), o.end)))
-            if lr is not None:
-                end = o.end
-                pe_idx = np.asarray(job_pe_indices(pe_hosts, o.hosts, o.job.pes),
-                                    dtype=np.int64)
-                finish = np.minimum(np.asarray(lr.finish, dtype=np.int64), end)
-                done = np.minimum(np.asarray(lr.done, dtype=np.int64), end)
-                span = (finish - lr.start).astype(np.float64)
-                if span.mean() > 0:
-                    imbalance = float(span.max() / span.mean())
-                w = np.zeros(len(pe_idx), dtype=WORKER_DTYPE)
-                w["job"] = o.job.id
-                w["rank"] = np.arange(len(pe_idx))
-                w["pe"] = pe_idx
-                w["host"] = pe_hosts[pe_idx]
-                w["finish"] = finish
-                w["done"] = done
-                workers.append(w)
-                c = lr.chunks
-                if c is not None:
-                    any_chunks = True
-                    keep = c.t_start < end
-                    t = np.zeros(int(keep.sum()), dtype=CHUNK_DTYPE)
-                    t["job"] = o.job.id
-                    t["rank"] = c.rank[keep]
-                    t["pe"] = pe_idx[c.rank[keep]]
-                    t["first"] = c.first[keep]
-                    t["size"] = c.size[keep]
-                    t["t_assign"] = c.t_assign[keep]
-                    t["t_start"] = c.t_start[keep]
-                    t["t_end"] = np.minimum(c.t_end[keep], end)
-                    t["step"] = c.step[keep]
-                    chunks.append(t)
-        jobs.append(_job_row(o, technique, imbalance))
-    alloc = np.array(allocs, dtype=ALLOC_DTYPE)
-    alloc = alloc[np.lexsort((alloc["job"], alloc["start"], alloc["host"]))]
+    if loops:
+        pe_hosts = platform.pe_hosts()
+        for o in outs:  # the loop tables exist only for app-driven jobs
+            lr = loops.get(o.job.id)
+            if lr is None or o.start is None or o.end is None:
+                continue
+            imb, w, c = _app_tables(o, lr, pe_hosts)
+            imbalance[o.job.id] = imb
+            workers.append(w)
+            if c is not None:
+                any_chunks = True
+                chunks.append(c)
+    alloc = (allocations_from_outcomes(outs) if allocations is None
+             else _check_log(allocations))
     return RunTables(
         run_id=run_id, config=dict(config), metrics=dict(metrics), stats=dict(stats),
         n_hosts=n_hosts, cores_per_host=cores,
         host_names=tuple(h.name for h in platform.hosts[:n_hosts]),
         racks=np.array([h.rack for h in platform.hosts[:n_hosts]], dtype=np.int32),
-        jobs=np.array(jobs, dtype=JOB_DTYPE),
+        jobs=_jobs_table(outs, technique, imbalance),
         allocations=alloc,
         workers=np.concatenate(workers) if workers else np.zeros(0, dtype=WORKER_DTYPE),
         chunks=(np.concatenate(chunks) if chunks else np.zeros(0, dtype=CHUNK_DTYPE))
@@ -187,10 +365,16 @@ def build_tables(
     )
 
 
-def _steps(up: np.ndarray, down: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Times of change and the count after each, for intervals [up, down)."""
-    t = np.concatenate([up, down])
-    d = np.concatenate([np.ones(len(up), np.int64), -np.ones(len(down), np.int64)])
+# -- step series ----------------------------------------------------------------------------
+
+def _steps(up: np.ndarray, down: np.ndarray,
+           weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Times of change and the total weight after each, for intervals [up, down) (weight 1
+    each by default). Every interval bound is a time of the series, even where the changes
+    cancel out."""
+    t = np.concatenate([up, down]).astype(np.int64, copy=False)
+    w = np.ones(len(up), np.int64) if weight is None else weight.astype(np.int64)
+    d = np.concatenate([w, -w])
     order = np.argsort(t, kind="stable")
     t, d = t[order], d[order]
     times, idx = np.unique(t, return_index=True)
@@ -199,17 +383,50 @@ def _steps(up: np.ndarray, down: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return times.astype(np.int64), counts[last].astype(np.int64)
 
 
+def busy_rows(allocations: np.ndarray) -> np.ndarray:
+    """The rows of an allocation log during which the job computed: every role but
+    ``yielded`` (an idle tail is held, not used)."""
+    return allocations[allocations["role"] != YIELDED]
+
+
+def busy_host_series(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, hosts)``: the hosts with at least one busy PE from each time on, from busy
+    rows `b` of an allocation log (`busy_rows`); a step function as in `step_series`."""
+    if not len(b) or not (b["core"] != 0).any():
+        # Busy rows never share a PE, so rows that all hold core 0 never share a host: the
+        # count is their hosts summed (the cheap path of every whole-host run).
+        return _steps(b["start"], b["end"], b["hosts"])
+    # Hosts may be shared (PE-level allocations): count each host once, from per-host
+    # intervals; the host-level transitions 0 -> some and some -> 0 are the changes.
+    n = b["hosts"].astype(np.int64)
+    rep = np.repeat(np.arange(len(b)), n)
+    host = b["host"][rep].astype(np.int64) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n)
+                                                                                  - n, n))
+    t = np.concatenate([b["start"][rep], b["end"][rep]])
+    d = np.concatenate([np.ones(len(rep), np.int64), -np.ones(len(rep), np.int64)])
+    h = np.concatenate([host, host])
+    order = np.lexsort((d, t, h))  # per host in time, ends before starts at one tick
+    t, d = t[order], d[order]
+    after = np.cumsum(d)  # per host too: each host's changes sum to 0
+    up = (after - d == 0) & (d > 0)
+    down = (after == 0) & (d < 0)
+    return _steps(t[up], t[down])
+
+
 def step_series(tables: RunTables) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """``{"busy_hosts", "running", "queued": (times, values)}``: each value holds from its
-    time until the next time (step functions; every series starts at its first change).
-    busy_hosts counts host-time as utilization (Eq. 1) does: a job's hosts from its start to
-    their busy end; running counts jobs in [start, end); queued counts jobs in [submit,
-    start) (rejected jobs never queue)."""
-    a = tables.allocations
+    """``{"busy_hosts", "running", "queued", "busy_pes": (times, values)}``: each value holds
+    from its time until the next time (step functions; every series starts at its first
+    change). busy_hosts counts the hosts on which some job computes (a busy row of the
+    allocation log: every role but ``yielded``), so a host counts busy from its job's start
+    to its yield or end, as utilization (Eq. 1) counts it, and a host shared by several jobs
+    counts once; busy_pes counts the PEs of the busy rows; running counts jobs in [start,
+    end); queued counts jobs in [submit, start) (rejected jobs never queue)."""
+    b = busy_rows(tables.allocations)
     j = tables.jobs
     ran = j[j["start"] >= 0]
     return {
-        "busy_hosts": _steps(a["start"], a["busy_end"]),
+        "busy_hosts": busy_host_series(b),
         "running": _steps(ran["start"], ran["end"]),
         "queued": _steps(ran["submit"], ran["start"]),
+        "busy_pes": _steps(b["start"], b["end"], b["hosts"].astype(np.int64) * b["pes"]),
     }

@@ -5,26 +5,38 @@ order (host x cores_per_host + core), so location id = group id = MPI rank, unde
 cluster -> rack -> node; then a ``batch system`` process with a ``scheduler`` row (ProgramBegin
 at tick 0, ProgramEnd at the horizon) and a ``cluster metrics`` METRIC location carrying one
 sample per change of utilization (busy hosts / hosts, a double), busy hosts, running and
-queued jobs. Ticks are ns (timer resolution 1e9). PE rows: ``job J (app)`` regions at depth 0
-on cores 0..pes-1 of each host of an allocation row, ``idle: unallocated`` elsewhere up to the
-horizon; REGIONS groups ``jobs: <category>`` (the app when a job has none), ``application``,
-``overhead`` and ``idle`` give Vampir its colours. Lending: on each PE the job busy there
-([start, busy_end) of its row) wins; otherwise the yielded tail [busy_end, end) of the most
-recently started row wins, so a borrower always covers the owner's tail, and the owner's tail
-outside borrowers shows as the owner's job region with a nested ``idle: yielded`` (a job region
-can thus be entered several times on one PE; allocations of zero length show nothing).
+queued jobs. Ticks are ns (timer resolution 1e9). PE rows come from the allocation log: each
+row puts its job on its cores of its hosts over its interval, so a PE shows ``job J (app)``
+regions at depth 0 and ``idle: unallocated`` elsewhere up to the horizon; consecutive rows of
+one job on a PE form one region (a job region can thus be entered several times on one PE:
+an owner's yielded tail before and after a borrower, a PE a shrink gave up and an expand gave
+back). A shrink shows as the job's region ending on the PEs it released, an expand as a
+region starting on the PEs it added, a malleable guest as its region on the cores of a
+shared host. The job regions of rows run on another job's PEs (``borrowed`` under RCA,
+``guest``) carry the ``owner_job`` attribute; a ``yielded`` row (the idle tail of a host its
+job reported out of work, until the host is lent or the job ends) is the job's region with a
+nested ``idle: yielded``. REGIONS groups ``jobs: <category>`` (the app when a job has none),
+``application``, ``overhead`` and ``idle`` give Vampir its colours. Runs with resizes add a
+``job PEs`` counter on each resized job's master PE row (the PEs the job holds: a sample at
+its start, at every change, 0 at its end) and, at level ``full``, an instant region ``resize:
+shrink`` or ``resize: expand`` (Enter and Leave at the tick of the change, attributes job_id
+and pes, group ``malleability``) there; runs with resizes or hosts shared at PE level add a
+``busy PEs`` counter on ``cluster metrics``. A run without them gets none of these
+definitions, so its trace is what it was before the allocation log.
 Level ``batch`` stops there (no nested region, no message); level ``full`` adds inside job
-regions, per worker PE: ``scheduling overhead`` from the previous chunk end (the job start for
-the first) to the chunk start and from the last chunk end to the "no more work" answer,
-``compute chunk`` (LOOP; Enter attributes job_id, first_iteration, chunk_size) per chunk row,
-``idle: wait for work`` from that answer to the host's busy end; and the master-worker messages
-as MpiSend/MpiRecv on one communicator over all PEs (rank = global PE index, tag = job id mod
-2**32): a request sent at the previous chunk end (or job start) and received by the master on
-the job's rank-0 PE at ``max(send, t_assign - overhead)`` (the master serves it when its
-overhead for that chunk begins); the assignment sent at ``t_assign``, received at ``t_start``;
-the final request sent at the last chunk end and answered "no more work" at ``done - latency``,
-with the assignment latency of that worker (its ``t_start - t_assign``; 0 on the master's host;
-else the job's smallest known one), clipped to [last chunk end, done], received at ``done``.
+regions, per worker PE: ``scheduling overhead`` from the previous chunk end (the rank's start
+for the first: the job start, or the expand that added its PE) to the chunk start and from
+the last chunk end to the "no more work" answer, ``compute chunk`` (LOOP; Enter attributes
+job_id, first_iteration, chunk_size) per chunk row, ``idle: wait for work`` from that answer to
+the end of the job's busy rows on the PE (its yield, release or end); and the master-worker
+messages as MpiSend/MpiRecv on one communicator over all PEs (rank = global PE index, tag =
+job id mod 2**32): a request sent at the previous chunk end (or rank start) and received by the
+master on the job's rank-0 PE at ``max(send, t_assign - overhead)`` (the master serves it when
+its overhead for that chunk begins); the assignment sent at ``t_assign``, received at
+``t_start``; the final request sent at the last chunk end and answered "no more work" at
+``done - latency``, with the assignment latency of that worker (its ``t_start - t_assign``; 0
+on the master's host; else the job's smallest known one), clipped to [last chunk end, done],
+received at ``done``.
 Not shown: the step boundaries of multi-step loops (a request of a new step is drawn from the
 previous chunk end), and the final request of a killed job's worker that was never answered.
 Events at one tick keep their causal order (a worker's send before the master's receive,
@@ -57,6 +69,7 @@ from otf2.enums import (
 )
 
 from cosim.als.runtime import Comm
+from cosim.bls.alloclog import GUEST, YIELDED
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.errors import InputError
 from cosim.output.otf2_writer import (
@@ -68,7 +81,7 @@ from cosim.output.otf2_writer import (
     make_recv,
     make_send,
 )
-from cosim.output.tables import RunTables, step_series
+from cosim.output.tables import RunTables, busy_rows, step_series
 
 __all__ = ["LEVELS", "TraceCounts", "write_trace"]
 
@@ -89,6 +102,8 @@ class TraceCounts:
     locations: all locations (PE rows, scheduler, cluster metrics). events: all events.
     job_regions: Enters of job regions. chunks: ``compute chunk`` Enters. messages: MpiSend
     records (each has one MpiRecv). metric_samples: samples on ``cluster metrics``.
+    resizes: changes of a resized job's PEs shown (``job PEs`` samples between its start and
+    end; at level ``full`` each is also a ``resize: ...`` instant region).
     """
 
     path: Path
@@ -100,6 +115,7 @@ class TraceCounts:
     chunks: int
     messages: int
     metric_samples: int
+    resizes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +126,7 @@ class _Row:
     owner: int
     start: int
     end: int
-    busy_end: int
+    role: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -128,18 +144,19 @@ class _App:
     chunks: list[list[tuple[int, int, int, int, int]]]  # (first, size, t_assign, t_start, t_end)
     lat: list[int | None]  # assignment latency (t_start - t_assign) when the rank had a chunk
     far_lat: int  # the smallest latency of a rank off the master's host (0 if none known)
-    busy_end: list[int]  # the busy end of the rank's host for the job
+    rank_start: list[int]  # the rank's first request: the job start, or its PE's expand
+    busy_end: list[int]  # the end of the job's busy rows on the rank's PE from rank_start
 
 
 @dataclass(slots=True)
 class _Seg:
-    """A job region on one PE: [a, b), the row shown, and the yielded parts inside it."""
+    """A job region on one PE: [a, b), its job and owner, and the yielded parts inside it."""
 
-    row: _Row
+    job: int
+    owner: int
     a: int
     b: int
     yielded: list[tuple[int, int]]
-    first: bool  # starts at the row's start: holds its busy part
 
 
 def write_trace(
@@ -194,7 +211,8 @@ def write_trace(
     return TraceCounts(path=stats.path, level=level, pe_rows=b.n_pes,
                        locations=stats.locations, events=stats.events,
                        job_regions=b.n_job_regions, chunks=b.n_chunks,
-                       messages=b.n_messages, metric_samples=b.n_samples)
+                       messages=b.n_messages, metric_samples=b.n_samples,
+                       resizes=b.n_resizes)
 
 
 class _Builder:
@@ -209,6 +227,12 @@ class _Builder:
         self.n_pes = tables.n_hosts * self.cores
         self.horizon = tables.horizon
         self.n_job_regions = self.n_chunks = self.n_messages = self.n_samples = 0
+        self.n_resizes = 0
+        j, a = tables.jobs, tables.allocations
+        # what the run needs beyond a whole-host trace (module docstring)
+        self.resized = j["id"][(j["start"] >= 0) & ((j["shrinks"] > 0) | (j["expands"] > 0))]
+        self.pe_level = bool(len(self.resized) or (a["core"] > 0).any()
+                             or (a["role"] == GUEST).any())
 
     # -- definitions -----------------------------------------------------------------------
 
@@ -275,6 +299,13 @@ class _Builder:
             d.group("overhead", group_type=GroupType.REGIONS, paradigm=Paradigm.USER,
                     members=[self.r_over])
         d.group("idle", group_type=GroupType.REGIONS, paradigm=Paradigm.USER, members=idle)
+        if self.full and len(self.resized):
+            self.r_shrink = region("resize: shrink", RegionRole.ARTIFICIAL,
+                                   "the job's PEs decreased (instant, on its master PE)")
+            self.r_expand = region("resize: expand", RegionRole.ARTIFICIAL,
+                                   "the job's PEs increased (instant, on its master PE)")
+            d.group("malleability", group_type=GroupType.REGIONS, paradigm=Paradigm.USER,
+                    members=[self.r_shrink, self.r_expand])
         self.a_job = d.attribute("job_id", "batch job id", Type.UINT64)
         self.a_owner = d.attribute("owner_job", "job owning the lent host (RCA)", Type.UINT64)
         if self.full:
@@ -300,6 +331,19 @@ class _Builder:
              member("queued jobs", Type.UINT64, "#", "jobs submitted, not started")],
             MetricOccurrence.ASYNCHRONOUS, RecorderKind.ABSTRACT)
         self.metric = d.metric_instance(cls, mloc, scope=root)
+        if self.pe_level:
+            pe_cls = d.metric_class(
+                [member("PE utilization", Type.DOUBLE, "", "busy PEs / PEs"),
+                 member("busy PEs", Type.UINT64, "#", "PEs computing for a job")],
+                MetricOccurrence.ASYNCHRONOUS, RecorderKind.ABSTRACT)
+            self.pe_metric = d.metric_instance(pe_cls, mloc, scope=root)
+        if len(self.resized):
+            self.job_pes = d.metric_class(
+                [member("job PEs", Type.UINT64, "#", "PEs held by the resized job whose master "
+                        "PE this is")], MetricOccurrence.ASYNCHRONOUS, RecorderKind.CPU)
+            if self.full:
+                self.a_pes = d.attribute("pes", "PEs the job holds after the change",
+                                         Type.UINT64)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -316,32 +360,34 @@ class _Builder:
         for app in apps.values():
             for r, p in enumerate(app.pe_of):
                 on_pe.setdefault(p, []).append((app, r))
+        resizes = self._resizes(apps)
         a = self.t.allocations
-        rows = [_Row(*r) for r in zip(a["job"].tolist(), a["owner"].tolist(),
-                                      a["start"].tolist(), a["end"].tolist(),
-                                      a["busy_end"].tolist(), strict=True)]
-        by_host: list[list[tuple[_Row, int]]] = [[] for _ in range(self.t.n_hosts)]
-        for h, r, k in zip(a["host"].tolist(), rows, a["pes"].tolist(), strict=True):
-            by_host[h].append((r, k))
+        by_host: list[list[tuple[_Row, int, int]]] = [[] for _ in range(self.t.n_hosts)]
+        for job, owner, start, end, role, h0, n, c0, k in zip(
+                a["job"].tolist(), a["owner"].tolist(), a["start"].tolist(),
+                a["end"].tolist(), a["role"].tolist(), a["host"].tolist(),
+                a["hosts"].tolist(), a["core"].tolist(), a["pes"].tolist(), strict=True):
+            r = _Row(job, owner, start, end, role)
+            for h in range(h0, h0 + n):
+                by_host[h].append((r, c0, c0 + k))
         for h in range(self.t.n_hosts):
             for c in range(self.cores):
                 pe = h * self.cores + c
-                mine = [r for r, k in by_host[h] if k > c]
+                mine = [r for r, lo, hi in by_host[h] if lo <= c < hi]
                 # worker streams are built here, one PE at a time, and flushed with it:
                 # memory (and the garbage collector's work) stays bounded by one row
-                streams = {app.jid: self._stream(app, r) for app, r in on_pe.get(pe, ())}
-                self._pe(pe, _segments(mine, pe), master.pop(pe, []), streams)
+                streams = [(app.jid, app.rank_start[r], self._stream(app, r))
+                           for app, r in on_pe.get(pe, ())]
+                self._pe(pe, _segments(mine, pe), master.pop(pe, []), streams,
+                         resizes.pop(pe, []))
                 w.flush([pe])
 
     def _metrics(self) -> None:
         s = step_series(self.t)
-        times = np.unique(np.concatenate([[0, self.horizon]] + [v[0] for v in s.values()]))
+        keys = ("busy_hosts", "running", "queued")
+        times = np.unique(np.concatenate([[0, self.horizon]] + [s[k][0] for k in keys]))
         times = times[times <= self.horizon]
-        cols = []
-        for key in ("busy_hosts", "running", "queued"):
-            tt, vv = s[key]
-            i = np.searchsorted(tt, times, side="right") - 1
-            cols.append(np.where(i >= 0, vv[np.maximum(i, 0)], 0).tolist())
+        cols = [_at(s[key], times) for key in keys]
         n = self.t.n_hosts
         last = None
         for k, tick in enumerate(times.tolist()):
@@ -352,17 +398,69 @@ class _Builder:
             last = vals
             self.w.metric(self.mloc, tick, self.metric, [vals[0] / n, *vals])
             self.n_samples += 1
+        if not self.pe_level:
+            return
+        times = np.unique(np.concatenate([[0, self.horizon], s["busy_pes"][0]]))
+        times = times[times <= self.horizon]
+        n_pes = n * self.cores
+        prev = None
+        for tick, v in zip(times.tolist(), _at(s["busy_pes"], times), strict=True):
+            if v == prev and tick != self.horizon:
+                continue
+            prev = v
+            self.w.metric(self.mloc, tick, self.pe_metric, [v / n_pes, v])
+            self.n_samples += 1
+
+    def _resizes(self, apps: dict[int, _App]) -> dict[int, list[tuple[int, int, int, int]]]:
+        """The resized jobs' changes of PEs on their master PEs: ``pe -> [(tick, job, PEs
+        before, PEs after)]``, from the job's start (0 before) to its end (0 after). The
+        ``job PEs`` samples are written here; `_pe` draws the instant regions."""
+        out: dict[int, list[tuple[int, int, int, int]]] = {}
+        if not len(self.resized):
+            return out
+        samples: dict[int, list[tuple[int, bool, int]]] = {}
+        b = busy_rows(self.t.allocations)
+        b = b[np.isin(b["job"], self.resized)]
+        b = b[np.argsort(b["job"], kind="stable")]
+        lo = np.searchsorted(b["job"], self.resized, side="left").tolist()
+        hi = np.searchsorted(b["job"], self.resized, side="right").tolist()
+        for jid, i, k in zip(self.resized.tolist(), lo, hi, strict=True):
+            rows = b[i:k]
+            if not len(rows):
+                continue
+            app = apps.get(jid)
+            if app is not None:
+                pe = app.pe_of[0]
+            else:  # the master: the first PE of the start allocation
+                first = rows[rows["start"] == rows["start"].min()]
+                pe = int((first["host"].astype(np.int64) * self.cores + first["core"]).min())
+            times, pes = _pe_steps(rows)
+            prev = 0
+            for t, v in zip(times.tolist(), pes.tolist(), strict=True):
+                if v == prev:
+                    continue  # rows closed and reopened at one tick: no change
+                samples.setdefault(pe, []).append((t, v != 0, v))
+                if prev and v:  # a change between the start and the end
+                    out.setdefault(pe, []).append((t, jid, prev, v))
+                    self.n_resizes += 1
+                prev = v
+        for pe, items in samples.items():
+            # a job ending where the next one starts on the same master PE: its 0 first
+            for t, _, v in sorted(items):
+                self.w.metric(pe, t, self.job_pes, [v])
+        return out
 
     def _apps(self) -> dict[int, _App]:
         """The app-driven jobs' workers and chunks, by job id."""
         t = self.t
-        wk, ch, a = t.workers, t.chunks, t.allocations
-        busy_end = dict(zip(zip(a["job"].tolist(), a["host"].tolist()), a["busy_end"].tolist(),
-                            strict=True))
+        wk, ch = t.workers, t.chunks
         jobs = {int(j["id"]): j for j in t.jobs}
         apps: dict[int, _App] = {}
         if not len(wk):
             return apps
+        b = busy_rows(t.allocations)
+        b = b[np.isin(b["job"], wk["job"])]
+        b = b[np.argsort(b["job"], kind="stable")]
         cj = ch["job"]
         corder = np.argsort(cj, kind="stable")  # job order, assignment order inside a job
         cs = cj[corder]
@@ -387,12 +485,20 @@ class _Builder:
             far = [v for v, h in zip(lat, host_of, strict=True)
                    if v is not None and h != host_of[0]]
             start, end = int(j["start"]), int(j["end"])
+            pe_of, done = ww["pe"].tolist(), ww["done"].tolist()
+            spans = _busy_spans(b[np.searchsorted(b["job"], jid, side="left"):
+                                  np.searchsorted(b["job"], jid, side="right")], self.cores)
+            rank_start, busy_end = [], []
+            for p, d, c in zip(pe_of, done, chunks, strict=True):
+                a0, b0 = _span_of(spans.get(p, ()), c[0][2] if c else d, start)
+                rank_start.append(a0)
+                busy_end.append(min(b0, end))
             apps[jid] = _App(
                 jid=jid, tag=jid & _TAG_MASK, start=start, end=end,
-                killed=bool(j["status"] == b"killed"), pe_of=ww["pe"].tolist(),
-                host_of=host_of, done=ww["done"].tolist(),
+                killed=bool(j["status"] == b"killed"), pe_of=pe_of,
+                host_of=host_of, done=done,
                 chunks=chunks, lat=lat, far_lat=min(far) if far else 0,
-                busy_end=[min(busy_end[(jid, h)], end) for h in host_of])
+                rank_start=rank_start, busy_end=busy_end)
         return apps
 
     def _answer(self, app: _App, r: int, prev: int) -> int | None:
@@ -412,7 +518,7 @@ class _Builder:
         world, tag, p = self.world, app.tag, app.pe_of[r]
         req_b, asg_b = self.comm.request_bytes, self.comm.assign_bytes
         out = []
-        prev = app.start
+        prev = app.rank_start[r]
         for _, _, ta, _, te in app.chunks[r]:
             rt = max(prev, ta - ovh)
             out.append((rt, make_recv(rt, p, world, tag, req_b)))
@@ -451,7 +557,7 @@ class _Builder:
         served = iter(self._served(app, r) if r == 0 else ())
         items: list[tuple] = []
         add = items.append
-        prev = app.start
+        prev = app.rank_start[r]
         for first, size, _, ts, te in app.chunks[r]:
             if ts > prev:
                 add((prev, 0, make_enter(prev, r_over)))
@@ -488,34 +594,48 @@ class _Builder:
         return items
 
     def _pe(self, pe: int, segs: list[_Seg], pending: list[tuple],
-            streams: dict[int, list[tuple]]) -> None:
+            streams: list[tuple[int, int, list[tuple]]],
+            resizes: list[tuple[int, int, int, int]]) -> None:
         """All events of one PE row. `pending`: the masters' (tick, job, event) there;
-        `streams`: job -> the worker's (tick, phase, event) there."""
+        `streams`: (job, rank start, the worker's (tick, phase, event)) of each rank there;
+        `resizes`: (tick, job, PEs before, PEs after) of the jobs whose master PE this is."""
         w = self.w
-        shown = {s.row.job for s in segs if s.first}
-        for job, items in streams.items():
-            if job not in shown:  # its busy part is never shown here: keep its messages
+        placed: dict[int, list[list[tuple]]] = {}
+        for job, t0, items in streams:
+            # a rank's events go in the job's region that holds the rank's start
+            seg = next((i for i, s in enumerate(segs) if s.job == job and s.a <= t0 < s.b),
+                       None)
+            if seg is None:  # its busy part is never shown here: keep its messages
                 pending.extend((it[0], job, it[2]) for it in items
                                if event_kind(it[2]) in ("send", "recv"))
                 pending.sort(key=_tick)
+            else:
+                placed.setdefault(seg, []).append(items)
         k = 0  # next pending item
         cursor = 0
-        for seg in segs:
+        for i, seg in enumerate(segs):
             k = self._gap(pe, cursor, seg.a, pending, k)
-            job = seg.row.job
+            job = seg.job
             attrs = [(self.a_job, job)]
-            if seg.row.owner != job:
-                attrs.append((self.a_owner, seg.row.owner))
+            if seg.owner != job:
+                attrs.append((self.a_owner, seg.owner))
             w.enter(pe, seg.a, self.job_region[job], attrs)
             self.n_job_regions += 1
             body: list[tuple] = []
-            if seg.first and job in streams:
-                body.extend(streams[job])
+            for items in placed.get(i, ()):
+                body.extend(items)
             if self.full:
                 for ya, yb in seg.yielded:
                     body.append((ya, 2, make_enter(ya, self.r_yielded)))
                     body.append((yb, 2, make_leave(yb, self.r_yielded)))
             _monotone_phases(body)
+            if self.full:
+                for t, rj, before, after in resizes:
+                    if rj == job and seg.a < t < seg.b:
+                        region = self.r_shrink if after < before else self.r_expand
+                        body.append((t, 2, make_enter(t, region, ((self.a_job, job),
+                                                                   (self.a_pes, after)))))
+                        body.append((t, 2, make_leave(t, region)))
             n = len(pending)
             while k < n and pending[k][0] < seg.b:
                 body.append((pending[k][0], 1, pending[k][2]))
@@ -564,57 +684,79 @@ def _monotone_phases(items: list[tuple]) -> None:
 
 
 def _segments(rows: list[_Row], pe: int) -> list[_Seg]:
-    """The job regions of one PE from its allocation rows (module docstring: lending)."""
-    marks: list[tuple[int, int, int]] = []  # (tick, change 0/1/2, row index)
-    for i, r in enumerate(rows):
-        if r.end <= r.start:
-            continue
-        b = min(max(r.busy_end, r.start), r.end)
-        marks.append((r.start, 0, i))  # busy part begins
-        marks.append((b, 1, i))  # busy part ends, tail begins
-        marks.append((r.end, 2, i))  # tail ends
-    marks.sort()
-    busy: set[int] = set()
-    tail: set[int] = set()
+    """The job regions of one PE from its allocation rows (module docstring): consecutive
+    rows of one job make one region, its ``yielded`` rows nested ``idle: yielded`` parts;
+    rows of zero length show nothing. ValueError if two rows overlap (two users of a PE)."""
     segs: list[_Seg] = []
-    n = len(marks)
-    k = 0
-    while k < n:
-        tick = marks[k][0]
-        while k < n and marks[k][0] == tick:
-            _, kind, i = marks[k]
-            if kind == 0:
-                busy.add(i)
-            elif kind == 1:
-                busy.discard(i)
-                tail.add(i)
-            else:
-                tail.discard(i)
-            k += 1
-        if k == n:
-            break
-        nxt = marks[k][0]
-        if busy:
-            if len(busy) > 1:
-                jobs = sorted(rows[i].job for i in busy)
-                raise ValueError(f"allocation rows of jobs {jobs} overlap on PE {pe} at tick "
-                                 f"{tick}")
-            (i,) = busy
-            yielded = False
-        elif tail:
-            i = max(tail, key=lambda x: (rows[x].start, rows[x].job))
-            yielded = True
-        else:
-            continue
+    for r in sorted((r for r in rows if r.end > r.start), key=lambda r: (r.start, r.job)):
         last = segs[-1] if segs else None
-        if last is not None and last.row is rows[i] and last.b == tick:
-            last.b = nxt
+        if last is not None and r.start < last.b:
+            jobs = sorted({last.job, r.job})
+            raise ValueError(f"allocation rows of jobs {jobs} overlap on PE {pe} at tick "
+                             f"{r.start}")
+        if last is not None and last.job == r.job and last.b == r.start:
+            last.b = r.end
         else:
-            last = _Seg(row=rows[i], a=tick, b=nxt, yielded=[], first=tick == rows[i].start)
+            last = _Seg(job=r.job, owner=r.owner, a=r.start, b=r.end, yielded=[])
             segs.append(last)
-        if yielded:
-            if last.yielded and last.yielded[-1][1] == tick:
-                last.yielded[-1] = (last.yielded[-1][0], nxt)
+        if r.role == YIELDED:
+            if last.yielded and last.yielded[-1][1] == r.start:
+                last.yielded[-1] = (last.yielded[-1][0], r.end)
             else:
-                last.yielded.append((tick, nxt))
+                last.yielded.append((r.start, r.end))
     return segs
+
+
+def _at(series: tuple[np.ndarray, np.ndarray], times: np.ndarray) -> list[int]:
+    """The values of a step series at `times` (0 before its first change)."""
+    tt, vv = series
+    if not len(tt):
+        return [0] * len(times)
+    i = np.searchsorted(tt, times, side="right") - 1
+    return np.where(i >= 0, vv[np.maximum(i, 0)], 0).tolist()
+
+
+def _pe_steps(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Times of change and the PEs held after each, for busy rows of one job."""
+    t = np.concatenate([rows["start"], rows["end"]])
+    w = rows["hosts"].astype(np.int64) * rows["pes"]
+    times, inv = np.unique(t, return_inverse=True)
+    delta = np.zeros(len(times), dtype=np.int64)
+    np.add.at(delta, inv, np.concatenate([w, -w]))
+    return times, np.cumsum(delta)
+
+
+def _busy_spans(rows: np.ndarray, cores: int) -> dict[int, list[tuple[int, int]]]:
+    """Global PE -> the intervals during which the job computed there (its busy rows on the
+    PE, touching ones merged), in time order."""
+    per: dict[int, list[tuple[int, int]]] = {}
+    for h0, n, c0, k, a, b in zip(rows["host"].tolist(), rows["hosts"].tolist(),
+                                  rows["core"].tolist(), rows["pes"].tolist(),
+                                  rows["start"].tolist(), rows["end"].tolist(), strict=True):
+        for h in range(h0, h0 + n):
+            for c in range(c0, c0 + k):
+                per.setdefault(h * cores + c, []).append((a, b))
+    out = {}
+    for pe, ivs in per.items():
+        ivs.sort()
+        merged = [ivs[0]]
+        for a, b in ivs[1:]:
+            if a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            else:
+                merged.append((a, b))
+        out[pe] = merged
+    return out
+
+
+def _span_of(spans: Any, t: int, start: int) -> tuple[int, int]:
+    """The busy interval of a rank whose first activity is at tick `t`: the last one
+    starting at or before `t` (else the first one); ``(start, start)`` when it has none (its
+    host yielded at the job's start)."""
+    best = None
+    for a, b in spans:
+        if a <= t or best is None:
+            best = (a, b)
+        if a > t:
+            break
+    return best if best is not None else (start, start)

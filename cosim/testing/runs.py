@@ -3,7 +3,9 @@
 `tiny_tables` co-simulates a fixed hand-written workload of six Mandelbrot jobs (small
 images) and one rigid job on the ``tiny8x2`` platform (8 hosts x 2 cores, 2 racks), with the
 chunk tables recorded; jobs 1 and 2 are imbalanced enough under STATIC that, with RCA yield,
-a queued job borrows their yielded hosts. Deterministic: the same tables on every call.
+a queued job borrows their yielded hosts. `malleable_tables` runs a small malleable trace
+workload under equipartition (shrinks, expands and hosts shared at PE level). Both keep the
+batch level's allocation log. Deterministic: the same tables on every call.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from cosim.bls import BatchConfig
 from cosim.output.metrics import summary
 from cosim.output.tables import RunTables, build_tables
 from cosim.platform import load_platform
-from cosim.runner import cosimulate
+from cosim.runner import cosimulate, simulate
 from cosim.workload.jobs import Job
 
-__all__ = ["tiny_jobs", "tiny_tables"]
+__all__ = ["malleable_jobs", "malleable_tables", "tiny_jobs", "tiny_tables"]
 
 S = 1_000_000_000
 
@@ -52,7 +54,39 @@ def tiny_tables(*, technique: str = "STATIC", rca: bool = True, record: bool = T
     config = {"workload": "tiny", "platform": platform.name, "technique": technique,
               "rca": "yield" if rca else "off", "batch": "easy"}
     stats = {k: getattr(result.stats, k) for k in result.stats.__dataclass_fields__}
-    return build_tables(result.outcomes, run_id=run_id, config=config,
-                        metrics=summary(result.outcomes, platform.n_hosts), stats=stats,
-                        platform=platform, n_hosts=platform.n_hosts, loops=result.loops,
-                        technique=technique)
+    metrics = summary(result.outcomes, platform.n_hosts, cores_per_host=2,
+                      allocations=result.allocations)
+    return build_tables(result.outcomes, run_id=run_id, config=config, metrics=metrics,
+                        stats=stats, platform=platform, n_hosts=platform.n_hosts,
+                        loops=result.loops, technique=technique,
+                        allocations=result.allocations)
+
+
+def malleable_jobs() -> list[Job]:
+    """Four malleable trace jobs and a rigid one for 8 hosts x 2 cores: the arrivals shrink
+    the running jobs, the ends expand them back (equipartition)."""
+    def mjob(i: int, submit: int, lo: int, hi: int, runtime: int, pes: int) -> Job:
+        return Job(id=i, submit=submit * S, hosts=(pes + 1) // 2, pes=pes,
+                   walltime=4 * runtime * S, runtime=runtime * S, kind="malleable",
+                   min_pes=lo, max_pes=hi, category="M")
+
+    return [mjob(1, 0, 4, 16, 100, 16), mjob(2, 10, 4, 16, 100, 8), mjob(3, 20, 2, 8, 50, 4),
+            Job(id=4, submit=30 * S, hosts=2, pes=4, walltime=200 * S, runtime=60 * S,
+                category="R"),
+            mjob(5, 40, 2, 16, 80, 6)]
+
+
+def malleable_tables(*, run_id: str = "malleable") -> RunTables:
+    """`malleable_jobs` under equipartition on ``tiny8x2``, as tables."""
+    platform = load_platform("tiny8x2")
+    result = simulate(malleable_jobs(), n_hosts=platform.n_hosts, platform=platform,
+                      batch=BatchConfig(malleable="equi"))
+    stats = {k: getattr(result.stats, k) for k in result.stats.__dataclass_fields__
+             if not k.startswith("wall")}
+    metrics = summary(result.outcomes, platform.n_hosts, cores_per_host=2,
+                      allocations=result.allocations)
+    return build_tables(result.outcomes, run_id=run_id,
+                        config={"workload": "malleable", "platform": platform.name,
+                                "batch": "easy", "malleable": "equi"},
+                        metrics=metrics, stats=stats, platform=platform,
+                        n_hosts=platform.n_hosts, allocations=result.allocations)
