@@ -224,3 +224,46 @@ def test_a_resize_of_a_rigid_job_by_a_policy_is_a_protocol_error():
     sched.schedule(0)
     with pytest.raises(ProtocolError, match="job 1, which is rigid"):
         sched._apply(Plan(resizes=(Shrink(job_id=1, pes=IndexSet.of([3])),)), 0)
+
+
+# -- DLS apps under equipartition (AC10 with real release ticks) -------------------------------
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 8), st.integers(0, 8),
+                          st.sampled_from([2e9, 6e9, 2e10])), min_size=2, max_size=7),
+       st.sampled_from(["SS", "GSS", "FAC2", "AF", "STATIC"]))
+def test_dls_apps_never_compute_on_a_pe_they_do_not_hold(tmp_path_factory, spec, technique):
+    import os
+
+    from cosim.als.manager import AlsConfig
+    from cosim.als.techniques import get
+    from cosim.platform import load_platform
+
+    os.environ.setdefault("COSIM_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    platform = load_platform("tiny8x2")
+    jobs = []
+    for i, (sub, lo, extra, flop) in enumerate(spec, start=1):
+        hi = min(16, lo + extra)
+        jobs.append(Job(id=i, submit=sub * S, hosts=-(-hi // 2), pes=hi, walltime=10**6 * S,
+                        runtime=S, app="mandelbrot", kind="malleable", min_pes=lo, max_pes=hi,
+                        app_params={"width": "32", "max_iter": "300", "total_flop": str(flop)}))
+    res = simulate(jobs, n_hosts=8, platform=platform,
+                   batch=BatchConfig(malleable="equi", walltime_kill=False),
+                   als=AlsConfig(technique=get(technique), record=True))
+    check_allocations(res, n_pes=16, cores=2)
+    t = res.allocations
+    for jid, loop in res.loops.items():
+        rows = t[t["job"] == jid]
+        held = {}  # PE -> intervals the job held it (from the batch level's log)
+        for r in rows:
+            for h in range(int(r["host"]), int(r["host"] + r["hosts"])):
+                for c in range(int(r["core"]), int(r["core"] + r["pes"])):
+                    held.setdefault(h * 2 + c, []).append((int(r["start"]), int(r["end"])))
+        c = loop.chunks
+        cover = np.zeros(loop.n_tasks, dtype=np.int64)
+        for rank, first, size, a, e in zip(c.rank.tolist(), c.first.tolist(), c.size.tolist(),
+                                           c.t_start.tolist(), c.t_end.tolist()):
+            cover[first:first + size] += 1
+            pe = loop.pes[rank]
+            assert any(s <= a and e <= end for s, end in held.get(pe, ())), (jid, pe, a, e)
+        assert (cover == loop.timesteps).all()  # every iteration computed exactly once
