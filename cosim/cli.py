@@ -402,8 +402,11 @@ def _exclusions(s: dict) -> str:
 
 
 def _print_run(s: dict) -> None:
-    print(f"{s['workload']} on {s['hosts']} hosts of {s['platform']}: {s['batch']} "
-          f"backfilling, {s['priority']} priority, {s['selection']} hosts")
+    how = (f"{s['batch']} backfilling, {s['priority']} priority, {s['selection']} hosts"
+           if s.get("malleable", "none") == "none" else
+           f"malleable policy {s['malleable']} (it starts and resizes jobs itself), "
+           f"{s['priority']} queue order")
+    print(f"{s['workload']} on {s['hosts']} hosts of {s['platform']}: {how}")
     rows = [("jobs", f"{s['jobs']:,}"), ("makespan", f"{s['makespan_s']:,.1f} s"),
             ("utilization", f"{s['utilization']:.4f}"),
             ("mean wait", f"{s['mean_wait_s']:,.1f} s"),
@@ -421,6 +424,10 @@ def _print_run(s: dict) -> None:
     if s.get("rca") == "full":
         print(f"  {'exclusions':<22} {_exclusions(s)} hosts excluded (requests), "
               f"{s['stats'].get('rollbacks', 0):,} rollbacks")
+    if s.get("malleable", "none") != "none" or s.get("shrinks") or s.get("expands"):
+        print(f"  {'resizes':<22} {s.get('shrinks', 0):,} shrinks, {s.get('expands', 0):,} "
+              f"expands ({s.get('resized_jobs', 0):,} jobs resized), PE utilization "
+              f"{s.get('pe_utilization') or 0:.4f}")
     _print_outputs([s])
 
 

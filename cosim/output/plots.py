@@ -49,7 +49,7 @@ _DPI = 110
 _RUN_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
                 "tab:pink", "tab:gray", "tab:olive", "tab:cyan")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
-_CONFIG_KEYS = ("workload", "platform", "batch", "technique", "rca")
+_CONFIG_KEYS = ("workload", "platform", "batch", "malleable", "technique", "rca")
 _MARK_MIN_PX = 8  # resize marks only on bars at least this wide
 _MAX_MARKS = 1500  # more resize marks than this would hide the bars: none are drawn
 
@@ -99,9 +99,13 @@ def _span_ticks(runs: Sequence[RunTables], origin: int) -> int:
 def _common_config(runs: Sequence[RunTables]) -> str:
     """The config keys all runs share, as one line (the keys that differ are in the labels)."""
     parts = []
+    malleable = {str(r.config.get("malleable", "none")) for r in runs} != {"none"}
     for key in _CONFIG_KEYS:
         values = {str(r.config.get(key)) for r in runs}
-        if len(values) == 1 and None not in (r.config.get(key) for r in runs):
+        if key == "batch" and malleable:
+            continue  # a malleable policy replaces the backfilling
+        if len(values) == 1 and None not in (r.config.get(key) for r in runs) \
+                and values != {"none"}:
             (v,) = values
             parts.append(f"{'RCA' if key == 'rca' else key} {Path(v).name.split('.')[0]}")
     return ", ".join(parts)
