@@ -285,14 +285,23 @@ class BatchScheduler:
             else:
                 raise ProtocolError(f"the batch level cannot handle {type(fact).__name__}")
 
+    def _ended(self, fact: Fact, what: str) -> bool:
+        """True if the fact's job has already ended (completed at the same instant, or killed
+        and not yet confirmed): the fact is ignored, its outcome is final. ProtocolError if
+        the job never ran."""
+        jid = fact.job_id
+        if jid in self.state.running:
+            return False
+        done = self.outcomes.get(jid)
+        if done is not None and done.status != "rejected":
+            self.ignored_yields += 1
+            return True
+        raise ProtocolError(f"job {jid} {what} but is not running")
+
     def _yield(self, fact: HostsYielded) -> None:
         jid = fact.job_id
-        if jid not in self.state.running:
-            done = self.outcomes.get(jid)
-            if done is not None and done.status != "rejected":
-                self.ignored_yields += 1  # ended (or killed) already: its outcome is final
-                return
-            raise ProtocolError(f"job {jid} yields hosts but is not running")
+        if self._ended(fact, "yields hosts"):
+            return
         if self.state.yield_hosts(jid, fact.hosts, fact.time, lend=self._rca):
             self._dirty = True
         self.yields += len(fact.hosts)
@@ -302,12 +311,8 @@ class BatchScheduler:
 
     def _resized(self, fact: AppResized) -> None:
         jid = fact.job_id
-        if jid not in self.state.running:
-            done = self.outcomes.get(jid)
-            if done is not None and done.status != "rejected":
-                self.ignored_yields += 1  # ended (or killed) already: its outcome is final
-                return
-            raise ProtocolError(f"job {jid} reports a resize but is not running")
+        if self._ended(fact, "reports a resize"):
+            return
         if fact.released:
             self.state.release_pes(jid, fact.released, fact.time)
             self.pes_released += len(fact.released)

@@ -46,7 +46,7 @@ from cosim.bls.alloclog import (
 )
 from cosim.core.indexset import EMPTY, IndexSet
 from cosim.errors import ProtocolError
-from cosim.platform.allocation import spread_pes
+from cosim.platform.allocation import spread_pes, spread_runs
 from cosim.workload.jobs import Job
 
 __all__ = ["ClusterState", "Allocation", "Accounting", "Released", "spread_pes"]
@@ -653,15 +653,8 @@ class ClusterState:
         if rec is None and jid not in self._rca:
             if end > start:  # the runs of its hosts, split where the spread rule changes
                 add = self.log.add
-                base, extra = divmod(run.alloc.pes, len(idx))
-                seen = 0
-                for first, n in run.alloc.hosts.runs:
-                    k = min(n, extra - seen) if extra > seen else 0
-                    if k:
-                        add(jid, first, k, 0, base + 1, start, end, OWN, jid)
-                    if n > k and base:
-                        add(jid, first + k, n - k, 0, base, start, end, OWN, jid)
-                    seen += n
+                for first, n, k in spread_runs(run.alloc.hosts.runs, run.alloc.pes, len(idx)):
+                    add(jid, first, n, 0, k, start, end, OWN, jid)
             run.pe_ticks += run.alloc.pes * (end - start)
             return
         counts = run.counts

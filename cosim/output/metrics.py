@@ -54,6 +54,11 @@ def _columns(outcomes: Sequence[JobOutcome]) -> tuple[np.ndarray, ...]:
     return submit, start, end, hosts
 
 
+def _span(start: np.ndarray, end: np.ndarray) -> int:
+    """Ticks from the first start to the last end (0 when no job ran)."""
+    return max(0, int(end.max() - start.min())) if len(end) else 0
+
+
 def _dot(a: np.ndarray, b: np.ndarray) -> int:
     """Exact integer dot product (host-ticks overflow int64 on long traces)."""
     return sum(map(operator.mul, a.tolist(), b.tolist()))
@@ -101,10 +106,8 @@ def utilization(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     """
     ran = _ran(outcomes)
     _, start, end, hosts = _columns(ran)
-    if not len(end):
-        return 0.0
-    span = int(end.max() - start.min())
-    if span <= 0:
+    span = _span(start, end)
+    if not span:
         return 0.0
     if allocations is not None:
         times, busy_hosts = busy_host_series(busy_rows(allocations))
@@ -125,10 +128,8 @@ def pe_utilization(outcomes: Sequence[JobOutcome], n_hosts: int, cores_per_host:
     """
     ran = _ran(outcomes)
     _, start, end, _ = _columns(ran)
-    if not len(end):
-        return 0.0
-    span = int(end.max() - start.min())
-    if span <= 0:
+    span = _span(start, end)
+    if not span:
         return 0.0
     if allocations is not None:
         b = busy_rows(allocations)

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from cosim.core.files import atomic_open
+from cosim.core.indexset import IndexSet
 from cosim.workload.jobs import JobOutcome
 from cosim.workload.swf_write import format_ticks
 
@@ -43,20 +44,8 @@ def atomic_write(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
 
 def host_ranges(hosts: Sequence[int]) -> str:
     """``(0, 1, 2, 5)`` -> ``"0-2 5"`` (hosts ascending); an `IndexSet` from its runs."""
-    runs = getattr(hosts, "runs", None)
-    if runs is None:
-        runs = _runs(hosts)
+    runs = IndexSet.of(hosts).runs
     return " ".join(str(f) if n == 1 else f"{f}-{f + n - 1}" for f, n in runs)
-
-
-def _runs(hosts: Sequence[int]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for h in hosts:
-        if out and out[-1][0] + out[-1][1] == h:
-            out[-1] = (out[-1][0], out[-1][1] + 1)
-        else:
-            out.append((h, 1))
-    return out
 
 
 def _at(pairs: Sequence[tuple[int, int]], ticks: bool) -> str:

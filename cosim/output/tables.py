@@ -27,7 +27,8 @@ import numpy as np
 
 from cosim.bls.alloclog import ALLOC_DTYPE, BORROWED, OWN, ROLES, YIELDED
 from cosim.core.clock import TICKS_PER_SECOND
-from cosim.platform.allocation import job_pe_indices, spread_pes
+from cosim.core.indexset import IndexSet
+from cosim.platform.allocation import job_pe_indices, spread_pes, spread_runs
 from cosim.workload.jobs import JobOutcome
 
 __all__ = ["JOB_DTYPE", "ALLOC_DTYPE", "ROLES", "WORKER_DTYPE", "CHUNK_DTYPE", "RunTables",
@@ -192,16 +193,9 @@ def allocations_from_outcomes(outcomes: Sequence[JobOutcome]) -> np.ndarray:
             raise ValueError(f"job {jid} was resized: pass the run's allocation log "
                              "(SimResult.allocations)")
         pes = o.pes_start or o.job.pes
-        base, extra = divmod(pes, len(o.hosts))
         if not o.yielded and not o.borrowed:  # whole runs of hosts, split by the spread rule
-            seen = 0
-            for first, n in _runs(o.hosts):
-                k = min(n, extra - seen) if extra > seen else 0
-                if k:
-                    row(jid, first, k, 0, base + 1, start, end, OWN, jid)
-                if n > k and base:
-                    row(jid, first + k, n - k, 0, base, start, end, OWN, jid)
-                seen += n
+            for first, n, k in spread_runs(IndexSet.of(o.hosts).runs, pes, len(o.hosts)):
+                row(jid, first, n, 0, k, start, end, OWN, jid)
             continue
         yielded = dict(o.yielded)
         owners = dict(o.borrowed)
@@ -228,19 +222,6 @@ def allocations_from_outcomes(outcomes: Sequence[JobOutcome]) -> np.ndarray:
     for name, values in cols.items():
         out[name] = values
     return out[np.lexsort((out["core"], out["job"], out["start"], out["host"]))]
-
-
-def _runs(hosts: Sequence[int]) -> list[tuple[int, int]]:
-    runs = getattr(hosts, "runs", None)
-    if runs is not None:
-        return list(runs)
-    out: list[tuple[int, int]] = []
-    for h in hosts:
-        if out and out[-1][0] + out[-1][1] == h:
-            out[-1] = (out[-1][0], out[-1][1] + 1)
-        else:
-            out.append((h, 1))
-    return out
 
 
 def _check_log(a: Any) -> np.ndarray:

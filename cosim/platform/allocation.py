@@ -8,17 +8,34 @@ global PE indices a job uses on a platform under that rule (host-major, cores in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["spread_pes", "job_pe_indices"]
+__all__ = ["spread_pes", "spread_runs", "job_pe_indices"]
 
 
 def spread_pes(pes: int, hosts: int) -> list[int]:
     """PEs per host when `pes` are spread over `hosts` hosts: even, remainder on the first."""
     base, extra = divmod(pes, hosts)
     return [base + 1] * extra + [base] * (hosts - extra)
+
+
+def spread_runs(runs: Iterable[tuple[int, int]], pes: int,
+                hosts: int) -> list[tuple[int, int, int]]:
+    """The spread rule over hosts given as runs ``(first, count)`` (ascending, `hosts` in
+    all): ``(first host, hosts, PEs on each)`` segments, the hosts taking one more PE first."""
+    base, extra = divmod(pes, hosts)
+    out: list[tuple[int, int, int]] = []
+    seen = 0
+    for first, n in runs:
+        k = min(n, extra - seen) if extra > seen else 0
+        if k:
+            out.append((first, k, base + 1))
+        if n > k and base:
+            out.append((first + k, n - k, base))
+        seen += n
+    return out
 
 
 def job_pe_indices(pe_hosts: np.ndarray, hosts: Sequence[int], pes: int) -> list[int]:
