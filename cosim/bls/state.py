@@ -151,7 +151,8 @@ class ClusterState:
 
     __slots__ = ("cores", "n_hosts", "n_cores", "n_pes", "user", "pe_user", "used_pes",
                  "free_hosts", "free_pes", "lendable", "running", "log", "_ends", "_free_ro",
-                 "_runs", "_ids", "_rca", "_lender", "_tail", "_since", "_role", "_owner")
+                 "_runs", "_ids", "_rca", "_lender", "_tail", "_since", "_role", "_owner",
+                 "_n_explicit")
 
     def __init__(self, cores: Sequence[int]) -> None:
         if not len(cores) or any(c < 1 for c in cores):
@@ -185,6 +186,7 @@ class ClusterState:
         self._since = np.zeros((self.n_hosts, self.n_cores), dtype=np.int64)
         self._role = np.zeros((self.n_hosts, self.n_cores), dtype=np.int64)
         self._owner = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
+        self._n_explicit = 0  # running jobs in explicit form (their _ends entries say -1)
 
     # -- read-only views ------------------------------------------------------------------
     @property
@@ -224,7 +226,7 @@ class ClusterState:
         lendable (they are free already); borrowed hosts are included; for a job with explicit
         PEs, the hosts where it is the only user.
         """
-        if all(n >= 0 for _, _, n, _ in self._ends):
+        if not self._n_explicit:
             return tuple(self._ends)
         return tuple((e, j, n if n >= 0 else self._sole_hosts(j), s) for e, j, n, s in self._ends)
 
@@ -264,7 +266,7 @@ class ClusterState:
         if self.lendable:
             self._borrow(jid, idx, now)
         hostset = IndexSet.from_sorted(idx)
-        self._fill(hostset, base, extra, jid)
+        self._fill(hostset, base, extra, jid, idx)
         self.free_hosts -= job.hosts
         self.free_pes -= job.pes
         alloc = Allocation(job=job, hosts=hostset, start=now,
@@ -275,13 +277,32 @@ class ClusterState:
         insort(self._ends, (alloc.estimated_end, jid, job.hosts, now))
         return alloc
 
-    def _fill(self, hosts: IndexSet, base: int, extra: int, jid: int) -> None:
-        """Mark the spread rule's PEs of whole `hosts` as used by `jid` (-1: freed), with
-        slices over the runs of hosts (first-fit allocations are one or two runs)."""
+    def _fill(self, hosts: IndexSet, base: int, extra: int, jid: int,
+              idx: np.ndarray | None = None) -> None:
+        """Mark the spread rule's PEs of whole `hosts` as used by `jid` (-1: freed): slices
+        over the runs of hosts (first-fit allocations are one or two runs), or one fancy
+        index per array when the hosts are scattered (`idx`: them as an array)."""
         pe_user, used, user, free = self.pe_user, self.used_pes, self.user, self._free_ro
         busy = jid >= 0
+        runs = hosts.runs
+        if len(runs) > 2 and idx is not None:
+            if busy:
+                if extra:
+                    pe_user[idx[:extra], :base + 1] = jid
+                    used[idx[:extra]] = base + 1
+                    pe_user[idx[extra:], :base] = jid
+                    used[idx[extra:]] = base
+                else:
+                    pe_user[idx, :base] = jid
+                    used[idx] = base
+            else:
+                pe_user[idx] = -1
+                used[idx] = 0
+            user[idx] = jid
+            free[idx] = not busy
+            return
         seen = 0
-        for first, n in hosts.runs:
+        for first, n in runs:
             k = min(n, extra - seen) if extra > seen else 0  # hosts taking base + 1 PEs
             stop = first + n
             if busy:
@@ -311,6 +332,7 @@ class ClusterState:
         self.running[jid] = alloc
         self._runs[jid] = _Run(alloc, hosts.to_array(), pes)
         insort(self._ends, (alloc.estimated_end, jid, -1, now))
+        self._n_explicit += 1
         return alloc
 
     def _hosts_of(self, pes: IndexSet) -> IndexSet:
@@ -433,6 +455,7 @@ class ClusterState:
         i = bisect_left(self._ends, (run.alloc.estimated_end, jid))
         e, j, _, s = self._ends[i]
         self._ends[i] = (e, j, -1, s)
+        self._n_explicit += 1
         return run
 
     def shrink(self, job_id: int, pes: IndexSet, now: int) -> None:
@@ -569,6 +592,7 @@ class ClusterState:
         del ends[bisect_left(ends, (alloc.estimated_end, job_id))]
         rec = self._rca.pop(job_id, None)
         if run.pes is not None:
+            self._n_explicit -= 1
             self._release_explicit(job_id, run, end)
         else:
             self._release_whole(job_id, run, rec, end)
@@ -585,7 +609,7 @@ class ClusterState:
         idx = run.idx
         self._log_whole(run, end, rec)
         if rec is None:  # it owned and used every one of its hosts
-            self._fill(run.alloc.hosts, 0, 0, -1)
+            self._fill(run.alloc.hosts, 0, 0, -1, idx)
             self.free_hosts += len(idx)
             self.free_pes += run.alloc.pes
             return

@@ -25,7 +25,7 @@ __all__ = ["IndexSet", "EMPTY", "sorted_counts"]
 class IndexSet(Sequence[int]):
     """Sorted distinct non-negative integers as runs (see the module docstring)."""
 
-    __slots__ = ("_first", "_count", "_len", "_cum")
+    __slots__ = ("_first", "_count", "_len", "_cum", "_runs")
 
     def __init__(self, first: tuple[int, ...] = (), count: tuple[int, ...] = ()) -> None:
         # trusted: maximal runs, ascending, counts >= 1 (use the class methods to build one)
@@ -33,6 +33,7 @@ class IndexSet(Sequence[int]):
         self._count = count
         self._len = sum(count)
         self._cum: tuple[int, ...] | None = None
+        self._runs: tuple[tuple[int, int], ...] | None = None
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -45,6 +46,17 @@ class IndexSet(Sequence[int]):
         first, last = int(a[0]), int(a[-1])
         if last - first + 1 == n:  # one run: the usual first-fit allocation
             return cls((first,), (n,))
+        if n <= 64:  # a short list: plain Python beats four numpy calls
+            firsts, counts = [first], [1]
+            prev = first
+            for v in a[1:].tolist():
+                if v == prev + 1:
+                    counts[-1] += 1
+                else:
+                    firsts.append(v)
+                    counts.append(1)
+                prev = v
+            return cls(tuple(firsts), tuple(counts))
         breaks = np.flatnonzero(np.diff(a) != 1) + 1
         starts = np.concatenate(([0], breaks))
         ends = np.concatenate((breaks, [a.size]))
@@ -91,7 +103,9 @@ class IndexSet(Sequence[int]):
     @property
     def runs(self) -> tuple[tuple[int, int], ...]:
         """``((first, count), ...)``: the maximal runs, ascending."""
-        return tuple(zip(self._first, self._count))
+        if self._runs is None:
+            self._runs = tuple(zip(self._first, self._count))
+        return self._runs
 
     def to_array(self) -> np.ndarray:
         """The elements as a new ``int64`` array."""
