@@ -466,12 +466,10 @@ class BatchScheduler:
             self._timer_of[job.id] = self._timers.push(now + job.walltime, job.id,
                                                        key=(job.id,))
         params = job.app_params
-        cmd = StartApp(time=now, job_id=job.id, hosts=alloc.hosts, pes=alloc.pes, app=job.app,
-                       params=tuple(sorted(params.items())) if params else (),
-                       limit=now + job.walltime if self._kill else None)
-        return cmd if pe_set is None else StartApp(
-            time=now, job_id=job.id, hosts=alloc.hosts, pes=alloc.pes, app=job.app,
-            params=cmd.params, limit=cmd.limit, pe_set=pe_set)
+        extra = {} if pe_set is None else {"pe_set": pe_set}
+        return StartApp(time=now, job_id=job.id, hosts=alloc.hosts, pes=alloc.pes, app=job.app,
+                        params=tuple(sorted(params.items())) if params else (),
+                        limit=now + job.walltime if self._kill else None, **extra)
 
     def _resize(self, r: Shrink | Expand, now: int) -> Command:
         state = self.state

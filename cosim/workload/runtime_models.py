@@ -18,8 +18,11 @@ progresses at a *rate* relative to the reference (spec: shared/reference/malleab
   in a table of ``(p, time per unit of work)`` pairs, e.g. a digitised speedup curve.
 
 A resize may stall the job: ``reconf_s + reconf_pe_s x |PEs added or removed|`` seconds of no
-progress from the resize tick (Kalé et al. assume a 5 s stall per reconfiguration;
-``preset="equi-5s"``). The integer-exact progress arithmetic lives with the apps that run
+progress from the resize tick (Kalé et al. assume a 5 s stall per reconfiguration:
+``reconf=equi-5s``). Kalé et al. measure the cost of a shrink or expand as a function of the
+PEs that change and the data each migrates: ``reconf_pe_s`` is that data per PE over the
+bandwidth it moves at (their one published point, 128 <-> 64 processors in 86 / 67.6 ms, is
+``reconf=kale-platinum``). The integer-exact progress arithmetic lives with the apps that run
 the models (`cosim.als.trace_apps`); this module holds the parameters, their validation and
 the rates.
 """
