@@ -187,6 +187,7 @@ class BatchScheduler:
                 max_short=config.exclusion_max_short)))
         self._replaced = any(p.replaces_backfill for p, _ in self._dynamics)
         self._memos: dict[str, Any] = {}
+        self._waiting: dict[int, Start] = {}  # starts waiting for PEs being released for them
         self._kill = config.walltime_kill
         self._rca = config.rca
         self._min_cores = min(cores)
@@ -231,8 +232,8 @@ class BatchScheduler:
 
     @property
     def idle(self) -> bool:
-        """True when nothing is queued or running."""
-        return not self._qjobs and not self.state.running
+        """True when nothing is queued, waiting for its PEs or running."""
+        return not self._qjobs and not self.state.running and not self._waiting
 
     def submit(self, jobs: Iterable[Job], now: int) -> None:
         """Jobs submitted at `now` join the queue (or are rejected if larger than the machine)."""
@@ -389,9 +390,9 @@ class BatchScheduler:
         if not self._dirty:
             return []
         self._dirty = False
-        out: list[Command] = []
+        out: list[Command] = self._start_waiting(now) if self._waiting else []
         if self._qjobs and not self._replaced:
-            out = self._pass(now)
+            out += self._pass(now)
         for pol, params in self._dynamics:
             if not (self._qjobs or pol.replaces_backfill):
                 continue
@@ -400,7 +401,8 @@ class BatchScheduler:
             view = DynamicView(now=now, queue=tuple(self._qjobs), cluster=self.state,
                                expected=self._expected,
                                asked={k: frozenset(v) for k, v in self._asked.items()},
-                               memo=self._memos.get(pol.name))
+                               memo=self._memos.get(pol.name),
+                               pending=frozenset(self._waiting))
             plan = pol.decide(view, params)
             self._memos[pol.name] = plan.memo
             out.extend(self._apply(plan, now))
@@ -422,14 +424,32 @@ class BatchScheduler:
         return self._apply(plan, now)
 
     def _apply(self, plan: Plan, now: int) -> list[Command]:
-        """Carry out a plan's decisions: starts, resizes, exclusion requests, in that order."""
+        """Carry out a plan's decisions: shrinks (so that starts may wait for their PEs),
+        starts, expands, exclusion requests, in that order."""
         out: list[Command] = []
-        for item in plan.starts:
-            out.append(self._start(item, now))
         for r in plan.resizes:
-            out.append(self._resize(r, now))
+            if isinstance(r, Shrink):
+                out.append(self._resize(r, now))
+        for item in plan.starts:
+            cmd = self._start(item, now)
+            if cmd is not None:
+                out.append(cmd)
+        for r in plan.resizes:
+            if isinstance(r, Expand):
+                out.append(self._resize(r, now))
         for e in plan.excludes:
             out.append(self._exclude(e, now))
+        return out
+
+    def _start_waiting(self, now: int) -> list[Command]:
+        """Start the jobs whose promised PEs have all been released (in job id order)."""
+        out: list[Command] = []
+        for jid in sorted(self._waiting):
+            item = self._waiting[jid]
+            held = self.state.promised_pes.get(jid)
+            if held is not None and len(held) == len(item.pes):
+                del self._waiting[jid]
+                out.append(self._launch(item, now))
         return out
 
     def _dequeue(self, job: Job) -> None:
@@ -441,7 +461,9 @@ class BatchScheduler:
         self._asked.pop(job.id, None)
         self._expected.pop(job.id, None)
 
-    def _start(self, item: Job | Start, now: int) -> StartApp:
+    def _start(self, item: Job | Start, now: int) -> StartApp | None:
+        """Start a job, or (a `Start` whose PEs are still being released for it) hold its free
+        PEs and wait: None."""
         state = self.state
         if isinstance(item, Start):
             job = item.job
@@ -450,26 +472,39 @@ class BatchScheduler:
                 raise ProtocolError(f"plan starts job {job.id} ({job.kind}) on {n} PEs, outside "
                                     f"[{job.min_pes}, {job.max_pes}]")
             self._dequeue(job)
-            alloc = state.allocate_pes(job, item.pes, now)
-            pe_set = item.pes
-        else:
-            job = item
-            if job.hosts > state.free_hosts:
-                raise ProtocolError(f"plan starts job {job.id} on {job.hosts} hosts, "
-                                    f"{state.free_hosts} free")
-            self._dequeue(job)
-            hosts = self._select(state.free_mask(), job.hosts)
-            alloc = state.allocate(job, hosts, now)
-            pe_set = None
+            coming = state.coming_for(job.id)
+            if len(coming):
+                if not coming.issubset(item.pes):
+                    raise ProtocolError(f"job {job.id}: PEs released for it are not its PEs")
+                state.promise(job.id, item.pes.difference(coming))
+                self._waiting[job.id] = item
+                return None
+            return self._launch(item, now)
+        job = item
+        if job.hosts > state.free_hosts:
+            raise ProtocolError(f"plan starts job {job.id} on {job.hosts} hosts, "
+                                f"{state.free_hosts} free")
+        self._dequeue(job)
+        hosts = self._select(state.free_mask(), job.hosts)
+        alloc = state.allocate(job, hosts, now)
+        return self._started(job, alloc, now, job.walltime)
+
+    def _launch(self, item: Start, now: int) -> StartApp:
+        job = item.job
+        wall = job.walltime if item.walltime is None else item.walltime
+        alloc = self.state.allocate_pes(job, item.pes, now, walltime=wall, owners=item.owners)
+        return self._started(job, alloc, now, wall, item.pes)
+
+    def _started(self, job: Job, alloc: Any, now: int, wall: int,
+                 pe_set: Any = None) -> StartApp:
         self._started_at[job.id] = now
         if self._kill:
-            self._timer_of[job.id] = self._timers.push(now + job.walltime, job.id,
-                                                       key=(job.id,))
+            self._timer_of[job.id] = self._timers.push(now + wall, job.id, key=(job.id,))
         params = job.app_params
         extra = {} if pe_set is None else {"pe_set": pe_set}
         return StartApp(time=now, job_id=job.id, hosts=alloc.hosts, pes=alloc.pes, app=job.app,
                         params=tuple(sorted(params.items())) if params else (),
-                        limit=now + job.walltime if self._kill else None, **extra)
+                        limit=now + wall if self._kill else None, **extra)
 
     def _resize(self, r: Shrink | Expand, now: int) -> Command:
         state = self.state
@@ -485,7 +520,7 @@ class BatchScheduler:
             if held - len(r.pes) < job.min_pes:
                 raise ProtocolError(f"a policy shrinks job {jid} below its minimum of "
                                     f"{job.min_pes} PEs")
-            state.shrink(jid, r.pes, now)
+            state.shrink(jid, r.pes, now, r.for_job)
             self.shrinks += 1
         else:
             if held + len(r.pes) > job.max_pes:

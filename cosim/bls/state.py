@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from cosim.bls.alloclog import (
-    BORROWED, OWN, YIELDED, AllocLog, merge_host_runs, rows_from_pes,
+    BORROWED, GUEST, OWN, YIELDED, AllocLog, merge_host_runs, rows_from_pes,
 )
 from cosim.core.indexset import EMPTY, IndexSet
 from cosim.errors import ProtocolError
@@ -117,14 +117,15 @@ class _Run:
     spread rule's PEs on cores 0..k-1 of each (`counts`); explicit form: its global PEs,
     sorted."""
 
-    __slots__ = ("alloc", "idx", "pes", "releasing", "ever", "pe_ticks", "shrinks",
-                 "expands", "pes_start")
+    __slots__ = ("alloc", "idx", "pes", "releasing", "releasing_for", "ever", "pe_ticks",
+                 "shrinks", "expands", "pes_start")
 
     def __init__(self, alloc: Allocation, idx: np.ndarray, pes: IndexSet | None) -> None:
         self.alloc = alloc
         self.idx = idx
         self.pes = pes
         self.releasing: IndexSet = EMPTY
+        self.releasing_for: dict[int, IndexSet] = {}  # queued job -> releasing PEs for it
         self.ever: IndexSet | None = None  # hosts it had PEs on and left (resizes)
         self.pe_ticks = 0
         self.shrinks = 0
@@ -152,7 +153,7 @@ class ClusterState:
     __slots__ = ("cores", "n_hosts", "n_cores", "n_pes", "user", "pe_user", "used_pes",
                  "free_hosts", "free_pes", "lendable", "running", "log", "_ends", "_free_ro",
                  "_runs", "_ids", "_rca", "_lender", "_tail", "_since", "_role", "_owner",
-                 "_n_explicit")
+                 "_n_explicit", "_promised", "promised_pes", "_coming")
 
     def __init__(self, cores: Sequence[int]) -> None:
         if not len(cores) or any(c < 1 for c in cores):
@@ -187,6 +188,10 @@ class ClusterState:
         self._role = np.zeros((self.n_hosts, self.n_cores), dtype=np.int64)
         self._owner = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
         self._n_explicit = 0  # running jobs in explicit form (their _ends entries say -1)
+        # PEs promised to a job that waits for them (-1: none): not free, not used
+        self._promised = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
+        self.promised_pes: dict[int, IndexSet] = {}  # job -> the PEs promised to it
+        self._coming: dict[int, set[int]] = {}  # queued job -> jobs releasing PEs for it
 
     # -- read-only views ------------------------------------------------------------------
     @property
@@ -204,8 +209,9 @@ class ClusterState:
         return view
 
     def free_pe_array(self) -> np.ndarray:
-        """Global indices of the PEs nobody uses, ascending (lendable hosts excluded)."""
-        free = np.flatnonzero(self.pe_user.reshape(-1) < 0)
+        """Global indices of the PEs nobody uses nor is promised, ascending (lendable hosts
+        excluded)."""
+        free = np.flatnonzero((self.pe_user.reshape(-1) < 0) & (self._promised.reshape(-1) < 0))
         if self._lender:
             lend = np.fromiter(self._lender, dtype=np.int64)
             free = free[~np.isin(free // self.n_cores, lend)]
@@ -219,12 +225,36 @@ class ClusterState:
         """PEs of running job `job_id` that a shrink took and the app has not released yet."""
         return self._runs[job_id].releasing
 
+    def coming_for(self, job_id: int) -> IndexSet:
+        """PEs being released by shrinks for queued job `job_id`, or already promised to it."""
+        out = self.promised_pes.get(job_id, EMPTY)
+        for jid in sorted(self._coming.get(job_id, ())):
+            out = out.union(self._runs[jid].releasing_for[job_id])
+        return out
+
+    def guest_hosts(self) -> np.ndarray:
+        """Hosts with a guest on them: PEs used in the guest role, or promised to a job."""
+        guest = ((self._role == GUEST) & (self.pe_user >= 0)).any(axis=1)
+        return np.flatnonzero(guest | (self._promised >= 0).any(axis=1))
+
+    def host_pes(self, job_id: int, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each of `hosts`: the PEs `job_id` uses there and the free PEs (neither used
+        nor promised), as counts."""
+        rows = self.pe_user[hosts]
+        free = (rows < 0) & (self._promised[hosts] < 0)
+        return (rows == job_id).sum(axis=1), free.sum(axis=1)
+
+    def resizable(self, job_id: int) -> bool:
+        """False for a job that lent or borrowed hosts (RCA: its allocation is host-level)."""
+        return job_id in self._runs and not self._lends(job_id)
+
     def running_ends(self) -> tuple[tuple[int, int, int, int], ...]:
         """``(estimated end, job id, hosts freed at its end, start)`` of running jobs, sorted.
 
         Hosts freed at its end = the job's hosts minus the ones it yielded that were made
         lendable (they are free already); borrowed hosts are included; for a job with explicit
-        PEs, the hosts where it is the only user.
+        PEs, the hosts where every PE in use is its own or its guests' (a malleable guest ends
+        inside its mates' allocation: its shared hosts are freed at its mates' ends).
         """
         if not self._n_explicit:
             return tuple(self._ends)
@@ -232,7 +262,9 @@ class ClusterState:
 
     def _sole_hosts(self, job_id: int) -> int:
         idx = self._runs[job_id].idx
-        return int(np.count_nonzero(self.user[idx] == job_id))
+        rows = self.pe_user[idx]
+        mine = (rows == job_id) | (rows < 0) | (self._owner[idx] == job_id)
+        return int(np.count_nonzero(mine.all(axis=1) & (self._promised[idx] < 0).all(axis=1)))
 
     def working_hosts(self, job_id: int) -> int:
         """Hosts running job `job_id` owns and uses and has not yielded (RCA exclusion)."""
@@ -319,15 +351,26 @@ class ClusterState:
             free[first:stop] = not busy
             seen += n
 
-    def allocate_pes(self, job: Job, pes: IndexSet, now: int) -> Allocation:
-        """Give the free PEs `pes` (global indices) to `job` from `now` on (explicit form).
+    def allocate_pes(self, job: Job, pes: IndexSet, now: int, *, walltime: int | None = None,
+                     owners: Sequence[tuple[int, IndexSet]] = ()) -> Allocation:
+        """Give the PEs `pes` (global indices; free, or promised to `job`) to `job` from `now`
+        on (explicit form), for `walltime` (default the job's). `owners`: ``(mate, PEs)``
+        pairs: those PEs are used in the guest role, on hosts `mate` owns.
 
-        ProtocolError if a PE is in use or on a lendable host, or the job already runs."""
+        ProtocolError if a PE is in use, promised to another job or on a lendable host, or the
+        job already runs."""
         jid = job.id
         if jid in self.running:
             raise ProtocolError(f"job {jid} is already running")
         hosts = self._take(jid, pes, now)
-        alloc = Allocation(job=job, hosts=hosts, start=now, estimated_end=now + job.walltime,
+        if owners:
+            role, owner = self._role.reshape(-1), self._owner.reshape(-1)
+            for mate, part in owners:
+                for f, c in part.runs:
+                    role[f:f + c] = GUEST
+                    owner[f:f + c] = mate
+        wall = job.walltime if walltime is None else walltime
+        alloc = Allocation(job=job, hosts=hosts, start=now, estimated_end=now + wall,
                            pes=len(pes), master=pes[0])
         self.running[jid] = alloc
         self._runs[jid] = _Run(alloc, hosts.to_array(), pes)
@@ -383,9 +426,16 @@ class ClusterState:
         if pes[-1] >= self.n_pes:
             raise ProtocolError(f"job {jid}: PE index out of range")
         flat = self.pe_user.reshape(-1)
+        promised = self._promised.reshape(-1)
+        mine = self.promised_pes.get(jid)
         for f, c in pes.runs:
             if (flat[f:f + c] >= 0).any():
                 raise ProtocolError(f"job {jid}: PE already in use")
+            p = promised[f:f + c]
+            if ((p >= 0) & (p != jid)).any():
+                raise ProtocolError(f"job {jid}: PE promised to job {int(p[p >= 0][0])}")
+        if mine is not None:  # its promised PEs stop being held for it: it takes them now
+            self.unpromise(jid, mine.intersection(pes))
         hosts = self._hosts_of(pes)
         if self._lender and any(h in hosts for h in self._lender):
             raise ProtocolError(f"job {jid}: PEs on a host lent by RCA")
@@ -402,12 +452,44 @@ class ClusterState:
 
     def _give_back(self, pes: IndexSet) -> None:
         """Mark PEs free (explicit form)."""
-        flat = self.pe_user.reshape(-1)
+        flat, owner = self.pe_user.reshape(-1), self._owner.reshape(-1)
         for f, c in pes.runs:
             flat[f:f + c] = -1
+            owner[f:f + c] = -1
         self._count(pes, -1)
         self.free_pes += len(pes)
         self._hosts_changed(self._hosts_of(pes))
+
+    def promise(self, job_id: int, pes: IndexSet) -> None:
+        """Hold free PEs for `job_id` (a start waiting for other PEs to be released): they are
+        neither free nor used; their hosts are not free."""
+        if not len(pes):
+            return
+        flat, promised = self.pe_user.reshape(-1), self._promised.reshape(-1)
+        for f, c in pes.runs:
+            if (flat[f:f + c] >= 0).any() or (promised[f:f + c] >= 0).any():
+                raise ProtocolError(f"job {job_id}: PEs promised to it are not free")
+        for f, c in pes.runs:
+            promised[f:f + c] = job_id
+        self._count(pes, 1)
+        self.free_pes -= len(pes)
+        self._hosts_changed(self._hosts_of(pes))
+        held = self.promised_pes.get(job_id)
+        self.promised_pes[job_id] = pes if held is None else held.union(pes)
+
+    def unpromise(self, job_id: int, pes: IndexSet) -> None:
+        """PEs promised to `job_id` are free again (or about to be taken by it)."""
+        if not len(pes):
+            return
+        promised = self._promised.reshape(-1)
+        for f, c in pes.runs:
+            promised[f:f + c] = -1
+        self._count(pes, -1)
+        self.free_pes += len(pes)
+        self._hosts_changed(self._hosts_of(pes))
+        left = self.promised_pes.pop(job_id).difference(pes)
+        if len(left):
+            self.promised_pes[job_id] = left
 
     def _borrow(self, jid: int, idx: np.ndarray, now: int) -> None:
         """Record the lendable hosts among `idx` as borrowed by `jid` (their owners keep them)."""
@@ -436,13 +518,20 @@ class ClusterState:
             self.log.add(jid, h, 1, 0, k, since, now, YIELDED, jid)
 
     # -- resizes --------------------------------------------------------------------------
+    def _lends(self, jid: int) -> bool:
+        """True if the job borrowed a host or made one of its hosts lendable (RCA)."""
+        rec = self._rca.get(jid)
+        return rec is not None and (bool(rec.borrowed) or any(
+            self._lender.get(h) == jid for h in rec.yielded_set))
+
     def _explicit(self, jid: int, now: int) -> _Run:
-        """The job's record in explicit form, converting a whole-host job at `now`."""
+        """The job's record in explicit form, converting a whole-host job at `now` (its
+        yielded hosts keep showing as idle tails)."""
         run = self._runs[jid]
         if run.pes is not None:
             return run
-        if jid in self._rca:
-            raise ProtocolError(f"job {jid}: a job with RCA yields or borrowed hosts cannot be "
+        if self._lends(jid):
+            raise ProtocolError(f"job {jid}: a job that lent or borrowed hosts (RCA) cannot be "
                                 "resized")
         self._log_whole(run, now)
         pes = self._pe_set(run)
@@ -451,6 +540,9 @@ class ClusterState:
             since[f:f + c] = now
             role[f:f + c] = OWN
             owner[f:f + c] = jid
+        rec = self._rca.get(jid)
+        if rec is not None:  # yields recorded only (RCA off): idle tails from now on
+            self._role[sorted(rec.yielded_set)] = YIELDED
         run.pes = pes
         i = bisect_left(self._ends, (run.alloc.estimated_end, jid))
         e, j, _, s = self._ends[i]
@@ -458,10 +550,11 @@ class ClusterState:
         self._n_explicit += 1
         return run
 
-    def shrink(self, job_id: int, pes: IndexSet, now: int) -> None:
+    def shrink(self, job_id: int, pes: IndexSet, now: int, for_job: int | None = None) -> None:
         """PEs `pes` of running job `job_id` are to be released (the app releases them later,
-        `release_pes`); ProtocolError unless they are held, not already releasing, not the
-        master PE and not all of the job's PEs."""
+        `release_pes`; when they are for a queued job, `for_job`, they are promised to it as
+        they are released); ProtocolError unless they are held, not already releasing, not
+        the master PE and not all of the job's PEs."""
         run = self._runs.get(job_id)
         if run is None:
             raise ProtocolError(f"shrink of job {job_id}, which is not running")
@@ -476,6 +569,10 @@ class ClusterState:
             raise ProtocolError(f"shrink of job {job_id}: it would keep no PE")
         self._explicit(job_id, now)
         run.releasing = run.releasing.union(pes)
+        if for_job is not None:
+            held = run.releasing_for.get(for_job)
+            run.releasing_for[for_job] = pes if held is None else held.union(pes)
+            self._coming.setdefault(for_job, set()).add(job_id)
         run.shrinks += 1
 
     def release_pes(self, job_id: int, pes: IndexSet, now: int) -> None:
@@ -488,8 +585,26 @@ class ClusterState:
         run.releasing = run.releasing.difference(pes)
         self._log_pes(run, pes, now)
         self._give_back(pes)
+        self._pass_on(run, pes)
         run.pes = run.pes.difference(pes)
         self._update_hosts(run)
+
+    def _pass_on(self, run: _Run, pes: IndexSet) -> None:
+        """PEs released by `run` that a shrink took for a queued job are promised to it."""
+        for for_job in sorted(run.releasing_for):
+            mine = run.releasing_for[for_job]
+            part = mine.intersection(pes)
+            if len(part):
+                self.promise(for_job, part)
+                left = mine.difference(part)
+                if len(left):
+                    run.releasing_for[for_job] = left
+                else:
+                    del run.releasing_for[for_job]
+                    jobs = self._coming[for_job]
+                    jobs.discard(run.alloc.job.id)
+                    if not jobs:
+                        del self._coming[for_job]
 
     def expand(self, job_id: int, pes: IndexSet, now: int) -> None:
         """Give the free PEs `pes` to running job `job_id` from `now` on."""
@@ -549,8 +664,8 @@ class ClusterState:
             if not 0 <= h < self.n_hosts or h not in held:
                 raise ProtocolError(f"job {job_id} yields host {h}, which it does not hold")
             fact.add(h)
-        if lend and run.pes is not None:
-            raise ProtocolError(f"job {job_id}: RCA lending of a job with explicit PEs")
+        if run.pes is not None:  # resized or placed on PEs: its yields are recorded, not lent
+            lend = False
         if rec is None:
             rec = self._rca[job_id] = _Rca()
             seen = rec.yielded_set
@@ -604,6 +719,7 @@ class ClusterState:
     def _release_explicit(self, jid: int, run: _Run, end: int) -> None:
         self._log_pes(run, run.pes, end)
         self._give_back(run.pes)
+        self._pass_on(run, run.releasing)
 
     def _release_whole(self, jid: int, run: _Run, rec: _Rca | None, end: int) -> None:
         idx = run.idx

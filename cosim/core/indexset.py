@@ -224,6 +224,10 @@ class IndexSet(Sequence[int]):
                 out.append((a, b - a))
         return IndexSet.from_runs(out)
 
+    def intersection(self, other: Iterable[int]) -> IndexSet:
+        """Elements of both sets."""
+        return self.difference(self.difference(other))
+
     def issubset(self, other: Iterable[int]) -> bool:
         """True if every element is in `other`."""
         return len(self.difference(other)) == 0

@@ -86,10 +86,20 @@ class PassView:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Start:
-    """Start `job` now on the free PEs `pes` (global indices; its master on the first)."""
+    """Start `job` on the PEs `pes` (global indices; its master on the first).
+
+    Free PEs are taken now; PEs that a `Shrink` of the same plan (or an earlier one) takes
+    for this job (``for_job``) are waited for: the job leaves the queue at once, the free part
+    of `pes` is held for it (*promised*), and it starts when the last one is released.
+    `walltime`: its estimated run time and walltime limit (default ``job.walltime``).
+    `owners`: ``(mate, PEs)`` pairs: those PEs are used as a malleable *guest* on the hosts of
+    running job `mate` (SD-Policy), which the allocation log records as role ``guest``.
+    """
 
     job: Job
     pes: IndexSet
+    walltime: int | None = None
+    owners: tuple[tuple[int, IndexSet], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,6 +212,10 @@ class ClusterView(Protocol):
     def pes_of(self, job_id: int) -> IndexSet: ...
     def releasing(self, job_id: int) -> IndexSet: ...
     def working_hosts(self, job_id: int) -> int: ...
+    def guest_hosts(self) -> np.ndarray: ...
+    def host_pes(self, job_id: int, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+    def resizable(self, job_id: int) -> bool: ...
+    def running_ends(self) -> tuple[tuple[int, int, int, int], ...]: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,6 +237,8 @@ class DynamicView:
         Queued job id -> running jobs already asked to exclude hosts for it.
     memo:
         What the policy returned as `Plan.memo` at its previous pass.
+    pending:
+        Jobs that left the queue for a `Start` still waiting for released PEs.
     """
 
     now: int
@@ -231,6 +247,7 @@ class DynamicView:
     expected: Mapping[int, int] = field(default_factory=dict)
     asked: Mapping[int, frozenset[int]] = field(default_factory=dict)
     memo: Any = None
+    pending: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
