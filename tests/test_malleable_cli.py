@@ -71,7 +71,7 @@ def test_no_malleable_job_gives_a_warning(tmp_path, capsys):
      "field malleable-param.sharing: unknown key (known: queue, share)"),
     ("", ["--malleable-param", "share=level"], "field malleable-param: parameters given but no"),
     ("", ["--malleable-fraction", "1.5"], "field malleable-fraction: must be a number in [0, 1]"),
-    ("", ["--malleable", "equi", "--rca", "yield"], "field malleable: malleable policies and RCA"),
+    ("", ["--malleable", "equi", "--rca", "yield"], "field malleable: equipartition and RCA"),
 ])
 def test_bad_malleable_input_is_one_line_and_exit_2(tmp_path, capsys, header, extra, match):
     swf = trace(tmp_path, header)
@@ -86,6 +86,6 @@ def test_bad_malleable_input_is_one_line_and_exit_2(tmp_path, capsys, header, ex
 
 def test_an_unknown_malleable_policy_lists_the_known_ones(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
-        main(["run", "--workload", str(trace(tmp_path, "")), "--malleable", "sd"])
+        main(["run", "--workload", str(trace(tmp_path, "")), "--malleable", "sdp"])
     assert exc.value.code == 2
-    assert "invalid choice: 'sd' (choose from 'none', 'equi')" in capsys.readouterr().err
+    assert "invalid choice: 'sdp' (choose from 'none', 'equi', 'sd')" in capsys.readouterr().err

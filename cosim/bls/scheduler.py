@@ -142,9 +142,10 @@ class BatchConfig:
             pol = policies.dynamic(name, "malleable")
             object.__setattr__(self, "malleable", pol.name)
             build(pol.params, self.malleable_params, section="malleable-param")
-            if self.rca:
-                raise InputError("malleable policies and RCA cannot be combined (RCA lends "
-                                 "whole hosts)", field="malleable")
+            if self.rca and pol.name == "equi":
+                raise InputError("equipartition and RCA cannot be combined (equipartition "
+                                 "places every job on PEs; RCA lends whole hosts)",
+                                 field="malleable")
         else:
             object.__setattr__(self, "malleable", "none")
             if self.malleable_params:
@@ -425,18 +426,19 @@ class BatchScheduler:
 
     def _apply(self, plan: Plan, now: int) -> list[Command]:
         """Carry out a plan's decisions: shrinks (so that starts may wait for their PEs),
-        starts, expands, exclusion requests, in that order."""
+        expands (so that no host selection takes their PEs), starts, exclusion requests, in
+        that order."""
         out: list[Command] = []
         for r in plan.resizes:
             if isinstance(r, Shrink):
+                out.append(self._resize(r, now))
+        for r in plan.resizes:
+            if isinstance(r, Expand):
                 out.append(self._resize(r, now))
         for item in plan.starts:
             cmd = self._start(item, now)
             if cmd is not None:
                 out.append(cmd)
-        for r in plan.resizes:
-            if isinstance(r, Expand):
-                out.append(self._resize(r, now))
         for e in plan.excludes:
             out.append(self._exclude(e, now))
         return out
@@ -476,7 +478,8 @@ class BatchScheduler:
             if len(coming):
                 if not coming.issubset(item.pes):
                     raise ProtocolError(f"job {job.id}: PEs released for it are not its PEs")
-                state.promise(job.id, item.pes.difference(coming))
+                wall = job.walltime if item.walltime is None else item.walltime
+                state.promise(job.id, item.pes.difference(coming), until=(now + max(wall, 1), now))
                 self._waiting[job.id] = item
                 return None
             return self._launch(item, now)
@@ -522,8 +525,8 @@ class BatchScheduler:
                                     f"{job.min_pes} PEs")
             state.shrink(jid, r.pes, now, r.for_job)
             self.shrinks += 1
-        else:
-            if held + len(r.pes) > job.max_pes:
+        else:  # PEs still being released count: the job uses them until then
+            if alloc.pes + len(r.pes) > job.max_pes:
                 raise ProtocolError(f"a policy expands job {jid} above its maximum of "
                                     f"{job.max_pes} PEs")
             state.expand(jid, r.pes, now)

@@ -153,7 +153,7 @@ class ClusterState:
     __slots__ = ("cores", "n_hosts", "n_cores", "n_pes", "user", "pe_user", "used_pes",
                  "free_hosts", "free_pes", "lendable", "running", "log", "_ends", "_free_ro",
                  "_runs", "_ids", "_rca", "_lender", "_tail", "_since", "_role", "_owner",
-                 "_n_explicit", "_promised", "promised_pes", "_coming")
+                 "_n_explicit", "_promised", "promised_pes", "_coming", "_promised_until")
 
     def __init__(self, cores: Sequence[int]) -> None:
         if not len(cores) or any(c < 1 for c in cores):
@@ -192,6 +192,7 @@ class ClusterState:
         self._promised = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
         self.promised_pes: dict[int, IndexSet] = {}  # job -> the PEs promised to it
         self._coming: dict[int, set[int]] = {}  # queued job -> jobs releasing PEs for it
+        self._promised_until: dict[int, tuple[int, int]] = {}  # waiting job -> (end, since)
 
     # -- read-only views ------------------------------------------------------------------
     @property
@@ -237,6 +238,10 @@ class ClusterState:
         guest = ((self._role == GUEST) & (self.pe_user >= 0)).any(axis=1)
         return np.flatnonzero(guest | (self._promised >= 0).any(axis=1))
 
+    def pe_rows(self, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the users and the promised-to jobs of every core of `hosts`."""
+        return self.pe_user[hosts], self._promised[hosts]
+
     def host_pes(self, job_id: int, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each of `hosts`: the PEs `job_id` uses there and the free PEs (neither used
         nor promised), as counts."""
@@ -256,15 +261,27 @@ class ClusterState:
         PEs, the hosts where every PE in use is its own or its guests' (a malleable guest ends
         inside its mates' allocation: its shared hosts are freed at its mates' ends).
         """
-        if not self._n_explicit:
+        if not self._n_explicit and not self.promised_pes:
             return tuple(self._ends)
-        return tuple((e, j, n if n >= 0 else self._sole_hosts(j), s) for e, j, n, s in self._ends)
+        out = [(e, j, n if n >= 0 else self._sole_hosts(j), s) for e, j, n, s in self._ends]
+        for j in sorted(self.promised_pes):  # a start waiting for PEs holds hosts of its own
+            held = self._promised_hosts(j)
+            if held:
+                until, since = self._promised_until[j]
+                out.append((until, j, held, since))
+        return tuple(sorted(out))
 
     def _sole_hosts(self, job_id: int) -> int:
         idx = self._runs[job_id].idx
         rows = self.pe_user[idx]
         mine = (rows == job_id) | (rows < 0) | (self._owner[idx] == job_id)
-        return int(np.count_nonzero(mine.all(axis=1) & (self._promised[idx] < 0).all(axis=1)))
+        return int(np.count_nonzero(mine.all(axis=1) & (rows == job_id).any(axis=1)))
+
+    def _promised_hosts(self, job_id: int) -> int:
+        """Hosts on which nobody runs and some PE is promised to `job_id`."""
+        hosts = self._hosts_of(self.promised_pes[job_id]).to_array()
+        empty = (self.pe_user[hosts] < 0).all(axis=1)
+        return int(np.count_nonzero(empty))
 
     def working_hosts(self, job_id: int) -> int:
         """Hosts running job `job_id` owns and uses and has not yielded (RCA exclusion)."""
@@ -436,6 +453,7 @@ class ClusterState:
                 raise ProtocolError(f"job {jid}: PE promised to job {int(p[p >= 0][0])}")
         if mine is not None:  # its promised PEs stop being held for it: it takes them now
             self.unpromise(jid, mine.intersection(pes))
+        self._promised_until.pop(jid, None)
         hosts = self._hosts_of(pes)
         if self._lender and any(h in hosts for h in self._lender):
             raise ProtocolError(f"job {jid}: PEs on a host lent by RCA")
@@ -460,9 +478,12 @@ class ClusterState:
         self.free_pes += len(pes)
         self._hosts_changed(self._hosts_of(pes))
 
-    def promise(self, job_id: int, pes: IndexSet) -> None:
+    def promise(self, job_id: int, pes: IndexSet, until: tuple[int, int] | None = None) -> None:
         """Hold free PEs for `job_id` (a start waiting for other PEs to be released): they are
-        neither free nor used; their hosts are not free."""
+        neither free nor used; their hosts are not free. `until`: ``(expected end, since)`` of
+        the waiting job, under which `running_ends` counts the hosts held only for it."""
+        if until is not None:
+            self._promised_until[job_id] = until
         if not len(pes):
             return
         flat, promised = self.pe_user.reshape(-1), self._promised.reshape(-1)

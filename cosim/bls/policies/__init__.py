@@ -23,6 +23,7 @@ from cosim.bls.policies import (
     first_fit,
     none,
     rca_exclusion,
+    sdpolicy,
     sjf,
 )
 from cosim.bls.policies.base import (
@@ -51,7 +52,7 @@ SELECTIONS: Mapping[str, SelectionPolicy] = {
     m.POLICY.name: m.POLICY for m in (first_fit, contiguous, best_fit)
 }
 DYNAMICS: Mapping[str, DynamicPolicy] = {
-    m.POLICY.name: m.POLICY for m in (equipartition, rca_exclusion)
+    m.POLICY.name: m.POLICY for m in (equipartition, sdpolicy, rca_exclusion)
 }
 
 

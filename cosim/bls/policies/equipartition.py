@@ -24,7 +24,8 @@ backfill pass and works on PEs (the machine's N PEs, any PE to any job). One pas
    its master's. Admitted jobs start, in admission order, once enough free PEs exist for
    their whole target: the first that cannot start keeps the free PEs for itself and those
    after it. Free PEs beyond what waiting starts need go to running malleable jobs below their
-   target, in ascending job id. Which free PEs (`pick`): for a growing job, those extending
+   target, in ascending job id, once they have no PE still being released (a job whose
+   target rose again before its last shrink completed waits for the release). Which free PEs (`pick`): for a growing job, those extending
    its own runs of PEs first; then the smallest run of free PEs that holds the rest (best
    fit), else the largest runs — so PE sets stay in few runs (contiguous cores, few hosts).
 
@@ -203,8 +204,10 @@ def decide(view: DynamicView, params: Params) -> Plan:
             give = keep[-extra:]
             resizes.append(Shrink(job_id=jid, pes=IndexSet.from_sorted(give),
                                   limit=_limit(alloc, eff[jid], target[jid], now)))
+    # a job still releasing PEs grows only once they are released (it uses them until then)
     growing = [jid for jid in sorted(running)
-               if running[jid].job.resizable and target[jid] > eff[jid]]
+               if running[jid].job.resizable and target[jid] > eff[jid]
+               and not len(cluster.releasing(jid))]
     if not (admitted or growing) or cluster.free_pes == 0:
         return Plan(resizes=tuple(resizes))
     pool = IndexSet.from_sorted(cluster.free_pe_array())

@@ -1,0 +1,394 @@
+"""SD-Policy (D'Amico, Jokanovic & Corbalan, ICPP'19): slowdown-driven co-scheduling of malleable jobs.
+
+It wraps EASY backfilling and replaces its pass. Queued jobs are walked in priority order; each
+first gets EASY's **static trial** (it starts if EASY would start it now); a malleable job
+that fails it gets the **malleable trial** right after, before the next job (the paper's rule,
+which favours priority order). The trial:
+
+1. *End times.* ``static_end`` = the job's earliest start in EASY's availability profile (its
+   reservation if it is the head) + its walltime; ``mall_end`` = now + its walltime stretched
+   by the worst-case model (SD-Policy's own prediction, Eq. 6 corrected): ``ceil(walltime x
+   (H0 min u0) / (H min u))``, u the PEs it gets per host. With ``compare_static`` (default, the
+   paper) a choice is kept only if ``mall_end < static_end``; ``compare_static=false`` is the
+   authors' Slurm fork, where the comparison is commented out.
+2. *Candidates (mates).* Running malleable jobs that are neither guests nor mates already, did
+   not outlive their estimate, lent or borrowed no host (RCA), have no guest on any host, and
+   can give PEs on every host they hold; each with its penalty (Eq. 4, the fork's form)
+   ``p = (wait + current walltime + guest walltime) / original walltime`` and cut off at
+   ``p <= max_slowdown`` (``cutoff=fixed``, default 10), ``p <=`` DynAVGSD (``cutoff=dynamic``:
+   the mean over running jobs of ``(start + current walltime - submit) / original walltime``)
+   or not at all (``cutoff=none``).
+3. *Selection* (Eq. 1-3, Listing 2). Candidates sorted by ``(p, id)``; every combination of 1
+   to ``max_mates`` (default 2) of them, in index order, whose weights sum to exactly the
+   guest's hosts (a mate weighs its hosts; at host granularity ``floor(SF x hosts)``), whose
+   mates all end after the guest (the end-inside rule: ``now + guest walltime <= mate's
+   estimated end + the guest's original walltime``), and that passes step 1; the objective is
+   ``sum p_i w_i`` (``weighting=nodes``, the fork, default) or ``sum p_i`` (``none``, the
+   paper's Eq. 1); ties go to the smallest sorted tuple of mate ids.
+4. *Node management* (§3.3). At core granularity (default when hosts have several cores) the
+   guest needs ``need_h`` PEs on each shared host (its PEs spread over the hosts); it takes
+   the host's free PEs first (highest cores), then ``steal_h = min(need_h - free, floor(SF x
+   cores), mate's PEs there - 1)`` of the mate's highest cores (never the mate's master PE).
+   At host granularity (forced on one-core hosts such as ``ib256``) a mate gives
+   ``floor(SF x hosts)`` whole hosts, its highest-numbered ones but its master's: sharing
+   hosts in time, **cosim's extension, not the paper's policy**. The mates are shrunk
+   (``for_job`` = the guest: the released PEs are held for it), their walltimes grow by the
+   guest's original walltime; the guest starts with the stretched walltime as soon as every
+   PE is released (at once for trace jobs; when the chunks in flight end for DLS apps). After
+   a malleable start the walk restarts from the top of the queue (the fork's ``goto
+   BEGINNING``): the mates' estimated ends moved.
+5. *End of sharing.* When the guest ends, each mate still running gets back exactly the PEs it
+   lost. When a mate ends first, the guest expands (``expand_guest``, default) onto that
+   mate's freed PEs on the hosts they shared, up to its ``need_h`` per host.
+
+``protect_reservation`` (default off, as the fork) refuses a choice that delays the EASY head's
+reservation. The policy's memory (which guests have which mates and what each lost) is its
+memo; everything else is read from the view, so every pass is a function of the state.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Literal
+
+import numpy as np
+
+from cosim.bls.policies import easy
+from cosim.bls.policies.base import (
+    DynamicPolicy, DynamicView, Expand, PassView, Plan, Shrink, Start, expected_end, overran,
+)
+from cosim.bls.profile import Profile
+from cosim.core.indexset import EMPTY, IndexSet
+from cosim.platform.allocation import spread_pes
+from cosim.workload.jobs import Job
+
+__all__ = ["POLICY", "Params", "Sharing", "decide", "penalty", "dyn_avg_sd"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params:
+    """The parameters of SD-Policy (module docstring)."""
+
+    sharing_factor: float = 0.5
+    cutoff: Literal["fixed", "dynamic", "none"] = "fixed"
+    max_slowdown: float = 10.0
+    max_mates: int = 2
+    weighting: Literal["nodes", "none"] = "nodes"
+    compare_static: bool = True
+    granularity: Literal["auto", "core", "host"] = "auto"
+    expand_guest: bool = True
+    protect_reservation: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 < self.sharing_factor < 1:
+            raise ValueError(f"sharing_factor must be in (0, 1), got {self.sharing_factor}")
+        if not self.max_slowdown > 0:
+            raise ValueError(f"max_slowdown must be > 0, got {self.max_slowdown}")
+        if self.max_mates < 1:
+            raise ValueError(f"max_mates must be >= 1, got {self.max_mates}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sharing:
+    """A guest's mates and, for each, the PEs it lost; the guest's PEs needed per host."""
+
+    mates: tuple[tuple[int, IndexSet], ...]
+    need: tuple[tuple[int, int], ...]
+
+
+def penalty(alloc, guest_walltime: int) -> float:
+    """Eq. 4 in the fork's form: ``(wait + current walltime + guest walltime) / original``."""
+    job = alloc.job
+    wait = alloc.start - job.submit
+    current = alloc.estimated_end - alloc.start
+    return (wait + current + guest_walltime) / max(job.walltime, 1)
+
+
+def dyn_avg_sd(running) -> float:
+    """DynAVGSD: the mean over running jobs of ``(start + current walltime - submit) /
+    original walltime`` (jobs of walltime 0 left out); infinity when there is none."""
+    vals = [(a.estimated_end - a.job.submit) / a.job.walltime for a in running.values()
+            if a.job.walltime > 0]
+    return sum(vals) / len(vals) if vals else math.inf
+
+
+@dataclass(slots=True)
+class _Cand:
+    jid: int
+    alloc: object
+    hosts: np.ndarray
+    end: int  # estimated end (as the profile sees it)
+
+
+def decide(view: DynamicView, params: Params) -> Plan:
+    """One SD-Policy pass (module docstring)."""
+    cluster, now = view.cluster, view.now
+    running = cluster.running
+    guests: dict[int, Sharing] = dict(view.memo or {})
+    resizes: list[Shrink | Expand] = []
+    starts: list[Job | Start] = []
+    pool = None  # free PEs, computed when needed
+
+    # -- 5. end of sharing -------------------------------------------------------------------
+    for g in sorted(guests):
+        info = guests[g]
+        if g in view.pending:
+            continue
+        if g not in running:  # the guest ended: the mates get back what they lost
+            for mate, lost in info.mates:
+                if mate in running and cluster.resizable(mate):
+                    resizes.append(Expand(job_id=mate, pes=lost))
+            del guests[g]
+            continue
+        alive = tuple((m, lost) for m, lost in info.mates if m in running)
+        if len(alive) < len(info.mates) and params.expand_guest:
+            if pool is None:
+                pool = IndexSet.from_sorted(cluster.free_pe_array())
+            gone_hosts = {int(h) for m, lost in info.mates if m not in running
+                          for h in np.unique(lost.to_array() // cluster.n_cores)}
+            need = dict(info.need)
+            mine = cluster.pes_of(g).to_array() // cluster.n_cores
+            add: list[int] = []
+            for h in sorted(gone_hosts):
+                want = need.get(h, 0) - int(np.count_nonzero(mine == h))
+                if want > 0:
+                    free_here = pool.intersection(IndexSet.range(h * cluster.n_cores,
+                                                                 (h + 1) * cluster.n_cores))
+                    add += free_here.to_array()[:want].tolist()
+            if add:
+                pes = IndexSet.of(add)
+                resizes.append(Expand(job_id=g, pes=pes))
+                pool = pool.difference(pes)
+        guests[g] = Sharing(mates=alive, need=info.need) if alive else info
+        if not alive:
+            del guests[g]
+
+    # -- the walk: static trial, then malleable trial, job by job --------------------------
+    queue = list(view.queue)
+    if not queue:
+        return Plan(resizes=tuple(resizes), memo=guests)
+    ends = sorted(cluster.running_ends())
+    free = cluster.free_hosts
+    if resizes:  # free hosts that expands of this pass take: their job frees them at its end
+        mask = cluster.free_mask()
+        gain: dict[int, int] = {}
+        for r in resizes:
+            hosts = np.unique(r.pes.to_array() // cluster.n_cores)
+            gain[r.job_id] = gain.get(r.job_id, 0) + int(np.count_nonzero(mask[hosts]))
+        free -= sum(gain.values())
+        ends = [(e, j, n + gain.get(j, 0), s) for e, j, n, s in ends]
+    busy_hosts = set(cluster.guest_hosts().tolist())
+    in_sharing = set(guests) | {m for s in guests.values() for m, _ in s.mates}
+    cands = _candidates(cluster, now, params, in_sharing, busy_hosts)
+    cutoff = (params.max_slowdown if params.cutoff == "fixed" else
+              dyn_avg_sd(running) if params.cutoff == "dynamic" else math.inf)
+    gran = params.granularity
+    if gran == "auto":
+        gran = "core" if cluster.n_cores > 1 else "host"
+    while True:
+        pv = PassView(now=now, n_hosts=cluster.n_hosts, free=free, queue=tuple(queue),
+                      running=tuple(ends))
+        ep = easy.plan(pv)
+        static = {j.id for j in ep.starts}
+        chosen = None
+        for i, job in enumerate(queue):
+            if job.id in static:
+                continue
+            if not job.resizable or not cands:
+                continue
+            chosen = _malleable(job, cands, cluster, now, params, cutoff, gran, pv, ep)
+            if chosen is not None:
+                break
+        # commit the static starts before the malleable one (all of them if there was none)
+        stop = len(queue) if chosen is None else i
+        for job in queue[:stop]:
+            if job.id in static:
+                starts.append(job)
+                free -= job.hosts
+                ends.append((now + max(job.walltime, 1), job.id, job.hosts, now))
+        queue = [j for j in queue[stop:] if j.id not in static or chosen is not None]
+        if chosen is None:
+            break
+        start, shrinks, sharing, mates = chosen
+        starts.append(start)
+        resizes.extend(shrinks)
+        guests[start.job.id] = sharing
+        for m in mates:  # mates' estimated ends moved: the profile sees them later
+            cands = [c for c in cands if c.jid != m.jid]
+            busy_hosts.update(m.hosts.tolist())
+            new_end = m.end + start.job.walltime
+            ends = [(new_end if j == m.jid else e, j, n, s) for e, j, n, s in ends]
+        ends.sort()
+        queue = [j for j in queue if j.id != start.job.id]
+        if not queue:
+            break
+    return Plan(starts=tuple(starts), resizes=tuple(resizes), memo=guests,
+                reservations=ep.reservations if chosen is None else {})
+
+
+def _candidates(cluster, now: int, params: Params, in_sharing: set[int],
+                busy_hosts: set[int]) -> list[_Cand]:
+    """Running jobs that may become mates this pass (module docstring, step 2, without the
+    cut-off, which depends on the guest)."""
+    out = []
+    c = cluster.n_cores
+    for jid in sorted(cluster.running):
+        a = cluster.running[jid]
+        job = a.job
+        if not job.resizable or jid in in_sharing or not cluster.resizable(jid):
+            continue
+        if overran(a.estimated_end, a.start, now) or a.start >= now:
+            continue
+        hosts = a.hosts.to_array()
+        if busy_hosts.intersection(hosts.tolist()):
+            continue
+        if c > 1:
+            mine, _ = cluster.host_pes(jid, hosts)
+            if min(int(params.sharing_factor * c), int(mine.min()) - 1) < 1:
+                continue  # some host cannot give a PE
+        elif int(params.sharing_factor * len(hosts)) < 1:
+            continue
+        out.append(_Cand(jid=jid, alloc=a, hosts=hosts, end=expected_end(a.estimated_end, now)))
+    return out
+
+
+def _static_end(job: Job, pv: PassView, ep: Plan) -> int:
+    """EASY's earliest start for `job` + its walltime (its reservation if it has one)."""
+    now = pv.now
+    if job.id in ep.reservations:
+        return ep.reservations[job.id] + job.walltime
+    prof = Profile(now, pv.free - sum(j.hosts for j in ep.starts),
+                   [(expected_end(e, now), h) for e, _, h, _ in pv.running]
+                   + [(now + max(j.walltime, 1), j.hosts) for j in ep.starts])
+    jobs = {j.id: j for j in pv.queue}
+    for jid, t in sorted(ep.reservations.items(), key=lambda x: (x[1], x[0])):
+        r = jobs[jid]
+        prof.reserve(t, r.walltime, r.hosts)
+    return prof.earliest_fit(job.hosts, job.walltime, now) + job.walltime
+
+
+def _malleable(job: Job, cands: list[_Cand], cluster, now: int, params: Params, cutoff: float,
+               gran: str, pv: PassView, ep: Plan):
+    """The malleable trial of `job` (module docstring, steps 1-4): ``(Start, shrinks,
+    Sharing, mates)`` or None."""
+    sf = params.sharing_factor
+    big_w = job.hosts
+    scored = []
+    for cand in cands:
+        w = len(cand.hosts) if gran == "core" else int(sf * len(cand.hosts))
+        if w < 1 or w > big_w:
+            continue
+        p = penalty(cand.alloc, job.walltime)
+        if p > cutoff:
+            continue
+        scored.append((p, cand.jid, w, cand))
+    if not scored:
+        return None
+    scored.sort(key=lambda x: (x[0], x[1]))
+    static_end = _static_end(job, pv, ep) if params.compare_static else None
+    best = None
+    for k in range(1, params.max_mates + 1):
+        for combo in combinations(range(len(scored)), k):
+            if sum(scored[i][2] for i in combo) != big_w:
+                continue
+            mates = [scored[i][3] for i in combo]
+            layout = _layout(job, mates, cluster, sf, gran)
+            if layout is None:
+                continue
+            pes, stolen, owners, need, gw = layout
+            if any(now + gw > m.end + job.walltime for m in mates):
+                continue  # the guest must end inside its mates' allocations
+            if static_end is not None and now + gw >= static_end:
+                continue  # waiting for a static start ends earlier (or as early)
+            if params.protect_reservation and not _keeps_head(pv, ep, mates, job):
+                continue
+            obj = sum(scored[i][0] * (scored[i][2] if params.weighting == "nodes" else 1)
+                      for i in combo)
+            key = (obj, tuple(sorted(m.jid for m in mates)))
+            if best is None or key < best[0]:
+                best = (key, mates, pes, stolen, owners, need, gw)
+    if best is None:
+        return None
+    _, mates, pes, stolen, owners, need, gw = best
+    shrinks = [Shrink(job_id=m.jid, pes=stolen[m.jid], for_job=job.id,
+                      limit=m.alloc.estimated_end + job.walltime) for m in mates]
+    start = Start(job=job, pes=pes, walltime=gw,
+                  owners=tuple((m.jid, owners[m.jid]) for m in mates))
+    sharing = Sharing(mates=tuple((m.jid, stolen[m.jid]) for m in mates), need=need)
+    return start, shrinks, sharing, mates
+
+
+def _layout(job: Job, mates: list[_Cand], cluster, sf: float, gran: str):
+    """The guest's PEs on its mates' hosts: ``(pes, stolen per mate, guest PEs per mate,
+    need per host, stretched walltime)``, or None when a host cannot take its share."""
+    c = cluster.n_cores
+    if gran == "core":
+        hosts = sorted((int(h), m) for m in mates for h in m.hosts.tolist())
+    else:  # whole hosts: the highest of each mate's, never its master's
+        hosts = []
+        for m in mates:
+            master_host = m.alloc.master // c
+            give = [int(h) for h in m.hosts.tolist()[::-1] if h != master_host]
+            hosts += [(h, m) for h in give[:int(sf * len(m.hosts))]]
+        hosts.sort(key=lambda x: x[0])
+    if len(hosts) != job.hosts:
+        return None
+    need = spread_pes(job.pes, job.hosts)
+    if max(need) > c:
+        return None
+    guest: list[int] = []
+    stolen: dict[int, list[int]] = {m.jid: [] for m in mates}
+    owners: dict[int, list[int]] = {m.jid: [] for m in mates}
+    got: list[int] = []
+    steal_cap = int(sf * c)
+    for (h, m), n in zip(hosts, need, strict=True):
+        users, promised = cluster.pe_rows(np.array([h]))
+        row, prom = users[0], promised[0]
+        cores = np.arange(c)
+        free = cores[(row < 0) & (prom < 0)][::-1]  # highest first
+        theirs = cores[row == m.jid]
+        theirs = theirs[h * c + theirs != m.alloc.master][::-1]  # highest first, not the master
+        if gran == "core":
+            take_free = free[:n]
+            steal = max(0, min(n - len(take_free), steal_cap, int((row == m.jid).sum()) - 1))
+            take = theirs[:steal]
+        else:  # the host moves to the guest: every PE of the mate there
+            take = theirs
+            take_free = free[:max(0, n - len(take))]
+        mine = np.concatenate((take_free, take[:max(0, n - len(take_free))]))
+        if len(mine) == 0:
+            return None
+        guest += (h * c + mine).tolist()
+        stolen[m.jid] += (h * c + take).tolist()
+        owners[m.jid] += (h * c + mine).tolist()
+        got.append(len(mine))
+    if len(guest) < job.min_pes or any(
+            m.alloc.pes - len(stolen[m.jid]) < m.alloc.job.min_pes for m in mates):
+        return None  # the guest below its minimum, or a mate shrunk below its own
+    ref = len(need) * min(need)
+    cur = len(got) * min(got)
+    gw = -(-job.walltime * ref // cur)
+    return (IndexSet.of(guest), {j: IndexSet.of(v) for j, v in stolen.items()},
+            {j: IndexSet.of(v) for j, v in owners.items()},
+            tuple((h, n) for (h, _), n in zip(hosts, need, strict=True)), gw)
+
+
+def _keeps_head(pv: PassView, ep: Plan, mates: list[_Cand], job: Job) -> bool:
+    """True if moving the mates' ends does not delay the EASY head's reservation."""
+    head = next((j for j in pv.queue if j.id in ep.reservations and j.id != job.id), None)
+    if head is None:
+        return True
+    moved = {m.jid: m.end + job.walltime for m in mates}
+    running = tuple(sorted((moved.get(j, e), j, n, s) for e, j, n, s in pv.running))
+    view = PassView(now=pv.now, n_hosts=pv.n_hosts, free=pv.free, queue=pv.queue,
+                    running=running)
+    free = pv.free - sum(j.hosts for j in ep.starts)
+    when, _ = easy.shadow(view, list(ep.starts), free, head.hosts)
+    return when <= ep.reservations[head.id]
+
+
+POLICY = DynamicPolicy(name="sd", summary="SD-Policy (D'Amico et al.): start malleable jobs "
+                       "on shrunk mates when it lowers their slowdown", family="malleable",
+                       replaces_backfill=True, params=Params, decide=decide)

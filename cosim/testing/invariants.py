@@ -1,0 +1,46 @@
+"""Invariant checkers of finished simulations, shared by the tests of every policy.
+
+`check_allocations` reads a run's allocation log (AC10 of the malleability spec): no PE has
+two users at any instant (so no host holds more PEs than it has cores), a running job holds
+between its minimum and maximum PEs, and the PE-time of each job's rows equals the
+`pe_ticks` of its outcome; its rows span exactly its start to its end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["check_allocations"]
+
+
+def check_allocations(res: Any, *, n_pes: int, cores: int) -> None:
+    """AC10 on the allocation log: per tick no PE has two users; a job holds between its min
+    and max PEs while it runs; every job's PE-time equals its outcome's `pe_ticks`."""
+    t = res.allocations
+    assert t is not None
+    events = []
+    for r in t:
+        for h in range(int(r["host"]), int(r["host"] + r["hosts"])):
+            for c in range(int(r["core"]), int(r["core"] + r["pes"])):
+                events.append((int(r["start"]), int(r["end"]), h * cores + c, int(r["job"])))
+    by_pe: dict[int, list[tuple[int, int, int]]] = {}
+    for s, e, pe, j in events:
+        assert 0 <= pe < n_pes and s < e
+        by_pe.setdefault(pe, []).append((s, e, j))
+    for pe, spans in by_pe.items():
+        spans.sort()
+        for (s1, e1, _), (s2, _, _) in zip(spans, spans[1:]):
+            assert e1 <= s2, f"PE {pe} has two users"
+    outcomes = {o.job.id: o for o in res.outcomes}
+    for jid, o in outcomes.items():
+        rows = t[t["job"] == jid]
+        used = int((rows["hosts"].astype(np.int64) * rows["pes"] * (rows["end"] - rows["start"])).sum())
+        assert used == o.pe_ticks
+        assert rows["start"].min() == o.start and rows["end"].max() == o.end
+        times = sorted({int(x) for x in np.concatenate((rows["start"], rows["end"]))})
+        for a, b in zip(times, times[1:]):
+            live = rows[(rows["start"] <= a) & (rows["end"] >= b)]
+            held = int((live["hosts"].astype(np.int64) * live["pes"]).sum())
+            assert o.job.min_pes <= held <= max(o.job.max_pes, o.job.pes)
