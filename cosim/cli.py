@@ -92,8 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "minimum PEs, the rest shared equally up to each maximum; it replaces "
                      "--batch (default none)")
     run.add_argument("--malleable-param", action="append", metavar="K=V", default=[],
-                     help="malleable policy parameter (repeatable), e.g. share=level, "
-                     "queue=fcfs for equi")
+                     help="malleable policy parameter (repeatable): equi: share=additive|level, "
+                     "queue=first-fit|fcfs; sd: sharing_factor, cutoff=fixed|dynamic|none, "
+                     "max_slowdown, max_mates, weighting=nodes|none, compare_static, "
+                     "granularity=auto|core|host, expand_guest, protect_reservation")
+    run.add_argument("--sharing-factor", type=float, metavar="F", default=None,
+                     help="--malleable sd: the share of a mate's cores a guest may take per "
+                     "host (default 0.5)")
+    run.add_argument("--max-mates", type=int, metavar="M", default=None,
+                     help="--malleable sd: at most M mates per guest (default 2)")
     run.add_argument("--malleable-fraction", type=float, metavar="F", default=None,
                      help="make a seeded random share F of the trace's rigid jobs malleable, "
                      "with PE bounds from --min-frac and --max-frac (jobs the trace marks "
@@ -276,12 +283,28 @@ def _run_options(args: argparse.Namespace, workload: str):
         exclusion_max_short=args.exclusion_max_short,
         app_overrides=parse_pairs(args.app_overrides, option="app-overrides"),
         quantum_s=args.quantum, seed=args.seed, out=args.out, malleable=args.malleable,
-        malleable_params=parse_pairs(args.malleable_param, option="malleable-param"),
+        malleable_params=_sd_pairs(args),
         malleable_fraction=args.malleable_fraction, min_frac=args.min_frac,
         max_frac=args.max_frac,
         trace=args.trace or ("full" if workload is None else "none"),
         plots=args.plots if args.plots is not None else workload is None,
         chunks=args.chunks)
+
+
+def _sd_pairs(args: argparse.Namespace) -> dict[str, str]:
+    """``--malleable-param`` pairs, with ``--sharing-factor`` and ``--max-mates`` (SD-Policy's
+    own flags) folded in."""
+    from cosim.config import parse_pairs
+
+    pairs = parse_pairs(args.malleable_param, option="malleable-param")
+    for flag, key, value in (("sharing-factor", "sharing_factor", args.sharing_factor),
+                             ("max-mates", "max_mates", args.max_mates)):
+        if value is None:
+            continue
+        if args.malleable != "sd":
+            raise InputError("needs --malleable sd", field=flag)
+        pairs[key] = str(value)
+    return pairs
 
 
 def _warn(message: str) -> None:
@@ -428,6 +451,12 @@ def _print_run(s: dict) -> None:
         print(f"  {'resizes':<22} {s.get('shrinks', 0):,} shrinks, {s.get('expands', 0):,} "
               f"expands ({s.get('resized_jobs', 0):,} jobs resized), PE utilization "
               f"{s.get('pe_utilization') or 0:.4f}")
+        st = s.get("stats", {})
+        if st.get("guest_starts"):
+            n = st["guest_starts"]
+            print(f"  {'malleable starts':<22} {n:,} guests; waited for their mates' PEs "
+                  f"{st['release_wait_s'] / n:,.1f} s on average, {st['release_wait_max_s']:,.1f}"
+                  " s at most")
     _print_outputs([s])
 
 

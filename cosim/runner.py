@@ -47,7 +47,10 @@ class RunStats:
     chunk_events, apps: chunks simulated and apps started by the application level; wall_*:
     wall-clock seconds (provenance, not deterministic; ALS summed over ranks); rollbacks: app
     runs replayed to apply a command stamped before their run-ahead; exclusion_*: RCA full;
-    shrinks, expands, pes_released: resize commands and PEs released after shrinks.
+    shrinks, expands, pes_released: resize commands and PEs released after shrinks;
+    guest_starts: jobs started as malleable guests (SD-Policy); release_wait_s,
+    release_wait_max_s: the malleability latency — seconds guests waited, in all and at most,
+    for the PEs their mates were releasing (0 for trace apps; a DLS mate first ends its chunks).
     """
 
     rounds: int
@@ -70,6 +73,9 @@ class RunStats:
     shrinks: int = 0
     expands: int = 0
     pes_released: int = 0
+    guest_starts: int = 0
+    release_wait_s: float = 0.0
+    release_wait_max_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,7 +191,10 @@ def simulate(
                      rollbacks=totals.rollbacks, exclusion_requests=sched.exclusion_requests,
                      exclusions_accepted=sched.exclusions_accepted,
                      hosts_excluded=sched.hosts_excluded, shrinks=sched.shrinks,
-                     expands=sched.expands, pes_released=sched.pes_released)
+                     expands=sched.expands, pes_released=sched.pes_released,
+                     guest_starts=sched.guest_starts,
+                     release_wait_s=sched.release_wait / 1e9,
+                     release_wait_max_s=sched.release_wait_max / 1e9)
     return SimResult(outcomes=outcomes, stats=stats, loops=dict(totals.loops),
                      first_reservation=dict(sorted(sched.first_reservation.items())),
                      allocations=sched.state.log.table())

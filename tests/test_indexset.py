@@ -50,3 +50,11 @@ def test_empty_and_ranges():
     assert EMPTY == () and len(EMPTY) == 0 and IndexSet.range(3, 3) == ()
     assert IndexSet.range(2, 6) == (2, 3, 4, 5) and repr(IndexSet.of([1, 2, 3, 7])) == \
         "IndexSet(1-3 7)"
+
+
+@given(st.sets(st.integers(0, 3000), max_size=400), st.sets(st.integers(0, 3000), max_size=400))
+def test_fragmented_sets_take_the_array_path_with_the_same_results(a, b):
+    x, y = IndexSet.of(a), IndexSet.of(b)
+    assert x.union(y) == tuple(sorted(a | b))
+    assert x.difference(y) == tuple(sorted(a - b))
+    assert x.intersection(y) == tuple(sorted(a & b))

@@ -72,6 +72,13 @@ def test_no_malleable_job_gives_a_warning(tmp_path, capsys):
     ("", ["--malleable-param", "share=level"], "field malleable-param: parameters given but no"),
     ("", ["--malleable-fraction", "1.5"], "field malleable-fraction: must be a number in [0, 1]"),
     ("", ["--malleable", "equi", "--rca", "yield"], "field malleable: equipartition and RCA"),
+    ("", ["--malleable", "sd", "--sharing-factor", "1.5"],
+     "field malleable-param: sharing_factor must be in (0, 1), got 1.5"),
+    ("", ["--malleable", "sd", "--max-mates", "0"],
+     "field malleable-param: max_mates must be >= 1, got 0"),
+    ("", ["--malleable", "sd", "--malleable-param", "max_slowdown=-1"],
+     "field malleable-param: max_slowdown must be > 0, got -1.0"),
+    ("", ["--sharing-factor", "0.5"], "field sharing-factor: needs --malleable sd"),
 ])
 def test_bad_malleable_input_is_one_line_and_exit_2(tmp_path, capsys, header, extra, match):
     swf = trace(tmp_path, header)

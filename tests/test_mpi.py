@@ -52,7 +52,8 @@ def _mpi_run(tmp_path, k, *extra, timeout=300):
 
 @pytest.mark.parametrize("technique, rca, malleable", [("AF", "yield", "none"),
                                                        ("GSS", "full", "none"),
-                                                       ("SS", "off", "equi")])
+                                                       ("SS", "off", "equi"),
+                                                       ("GSS", "off", "sd")])
 def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca, malleable):
     from cosim.cli import main
 

@@ -189,6 +189,10 @@ class BatchScheduler:
         self._replaced = any(p.replaces_backfill for p, _ in self._dynamics)
         self._memos: dict[str, Any] = {}
         self._waiting: dict[int, Start] = {}  # starts waiting for PEs being released for them
+        self._waiting_since: dict[int, int] = {}
+        self.guest_starts = 0  # jobs started as malleable guests (SD-Policy)
+        self.release_wait = 0  # summed ticks guests waited for their mates' PEs
+        self.release_wait_max = 0
         self._kill = config.walltime_kill
         self._rca = config.rca
         self._min_cores = min(cores)
@@ -451,6 +455,9 @@ class BatchScheduler:
             held = self.state.promised_pes.get(jid)
             if held is not None and len(held) == len(item.pes):
                 del self._waiting[jid]
+                waited = now - self._waiting_since.pop(jid)
+                self.release_wait += waited
+                self.release_wait_max = max(self.release_wait_max, waited)
                 out.append(self._launch(item, now))
         return out
 
@@ -481,6 +488,7 @@ class BatchScheduler:
                 wall = job.walltime if item.walltime is None else item.walltime
                 state.promise(job.id, item.pes.difference(coming), until=(now + max(wall, 1), now))
                 self._waiting[job.id] = item
+                self._waiting_since[job.id] = now
                 return None
             return self._launch(item, now)
         job = item
@@ -494,6 +502,8 @@ class BatchScheduler:
 
     def _launch(self, item: Start, now: int) -> StartApp:
         job = item.job
+        if item.owners:
+            self.guest_starts += 1
         wall = job.walltime if item.walltime is None else item.walltime
         alloc = self.state.allocate_pes(job, item.pes, now, walltime=wall, owners=item.owners)
         return self._started(job, alloc, now, wall, item.pes)

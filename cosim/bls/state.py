@@ -44,7 +44,7 @@ import numpy as np
 from cosim.bls.alloclog import (
     BORROWED, GUEST, OWN, YIELDED, AllocLog, merge_host_runs, rows_from_pes,
 )
-from cosim.core.indexset import EMPTY, IndexSet
+from cosim.core.indexset import EMPTY, IndexSet, sorted_counts
 from cosim.errors import ProtocolError
 from cosim.platform.allocation import spread_pes, spread_runs
 from cosim.workload.jobs import Job
@@ -94,6 +94,15 @@ class Released:
     pes_start: int
 
 
+def _index(s: IndexSet) -> slice | np.ndarray:
+    """An index of the elements of `s` into a flat array: a slice for one run, else an array."""
+    runs = s.runs
+    if len(runs) == 1:
+        f, c = runs[0]
+        return slice(f, f + c)
+    return s.to_array()
+
+
 class _Rca:
     """Mutable RCA bookkeeping of one running job (only jobs that yielded or borrowed)."""
 
@@ -118,7 +127,7 @@ class _Run:
     sorted."""
 
     __slots__ = ("alloc", "idx", "pes", "releasing", "releasing_for", "ever", "pe_ticks",
-                 "shrinks", "expands", "pes_start")
+                 "shrinks", "expands", "pes_start", "guest")
 
     def __init__(self, alloc: Allocation, idx: np.ndarray, pes: IndexSet | None) -> None:
         self.alloc = alloc
@@ -131,6 +140,7 @@ class _Run:
         self.shrinks = 0
         self.expands = 0
         self.pes_start = alloc.pes
+        self.guest = False
 
     @property
     def counts(self) -> np.ndarray:
@@ -153,7 +163,8 @@ class ClusterState:
     __slots__ = ("cores", "n_hosts", "n_cores", "n_pes", "user", "pe_user", "used_pes",
                  "free_hosts", "free_pes", "lendable", "running", "log", "_ends", "_free_ro",
                  "_runs", "_ids", "_rca", "_lender", "_tail", "_since", "_role", "_owner",
-                 "_n_explicit", "_promised", "promised_pes", "_coming", "_promised_until")
+                 "_n_explicit", "_promised", "promised_pes", "_coming", "_promised_until",
+                 "_n_guests")
 
     def __init__(self, cores: Sequence[int]) -> None:
         if not len(cores) or any(c < 1 for c in cores):
@@ -193,6 +204,7 @@ class ClusterState:
         self.promised_pes: dict[int, IndexSet] = {}  # job -> the PEs promised to it
         self._coming: dict[int, set[int]] = {}  # queued job -> jobs releasing PEs for it
         self._promised_until: dict[int, tuple[int, int]] = {}  # waiting job -> (end, since)
+        self._n_guests = 0  # running jobs placed as guests
 
     # -- read-only views ------------------------------------------------------------------
     @property
@@ -235,8 +247,18 @@ class ClusterState:
 
     def guest_hosts(self) -> np.ndarray:
         """Hosts with a guest on them: PEs used in the guest role, or promised to a job."""
+        if not self._n_guests and not self.promised_pes:
+            return np.zeros(0, dtype=np.int64)
         guest = ((self._role == GUEST) & (self.pe_user >= 0)).any(axis=1)
         return np.flatnonzero(guest | (self._promised >= 0).any(axis=1))
+
+    def min_host_pes(self, job_id: int) -> int:
+        """The fewest PEs running job `job_id` has on one of its hosts."""
+        run = self._runs[job_id]
+        if run.pes is None:  # the spread rule: base PEs on the last hosts
+            return run.alloc.pes // len(run.idx)
+        mine, _ = self.host_pes(job_id, run.idx)
+        return int(mine.min())
 
     def pe_rows(self, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the users and the promised-to jobs of every core of `hosts`."""
@@ -381,6 +403,7 @@ class ClusterState:
             raise ProtocolError(f"job {jid} is already running")
         hosts = self._take(jid, pes, now)
         if owners:
+            self._n_guests += 1
             role, owner = self._role.reshape(-1), self._owner.reshape(-1)
             for mate, part in owners:
                 for f, c in part.runs:
@@ -391,50 +414,51 @@ class ClusterState:
                            pes=len(pes), master=pes[0])
         self.running[jid] = alloc
         self._runs[jid] = _Run(alloc, hosts.to_array(), pes)
+        self._runs[jid].guest = bool(owners)
         insort(self._ends, (alloc.estimated_end, jid, -1, now))
         self._n_explicit += 1
         return alloc
 
     def _hosts_of(self, pes: IndexSet) -> IndexSet:
-        """The hosts the PEs are on (O(runs))."""
+        """The hosts the PEs are on."""
         k = self.n_cores
-        spans: list[tuple[int, int]] = []
-        for f, c in pes.runs:
-            h0, h1 = f // k, (f + c - 1) // k
-            if spans and h0 <= spans[-1][0] + spans[-1][1]:
-                last = spans[-1]
-                spans[-1] = (last[0], max(last[1], h1 + 1 - last[0]))
-            else:
-                spans.append((h0, h1 + 1 - h0))
-        return IndexSet.from_runs(spans)
+        runs = pes.runs
+        if len(runs) == 1:
+            f, c = runs[0]
+            return IndexSet.range(f // k, (f + c - 1) // k + 1)
+        return IndexSet.from_sorted(sorted_counts(pes.to_array() // k)[0])
 
     def _count(self, pes: IndexSet, sign: int) -> None:
-        """Add ``sign`` x the PEs of `pes` to `used_pes` of their hosts (O(runs))."""
+        """Add ``sign`` x the PEs of `pes` to `used_pes` of their hosts."""
         k, used = self.n_cores, self.used_pes
-        for f, c in pes.runs:
-            h0, h1 = f // k, (f + c - 1) // k
-            if h0 == h1:
-                used[h0] += sign * c
-            else:
-                used[h0] += sign * (k - f % k)
-                if h1 > h0 + 1:
-                    used[h0 + 1:h1] += sign * k
-                used[h1] += sign * ((f + c - 1) % k + 1)
+        runs = pes.runs
+        if len(runs) > 1:
+            hosts, n = sorted_counts(pes.to_array() // k)
+            used[hosts] += sign * n
+            return
+        f, c = runs[0]
+        h0, h1 = f // k, (f + c - 1) // k
+        if h0 == h1:
+            used[h0] += sign * c
+        else:
+            used[h0] += sign * (k - f % k)
+            if h1 > h0 + 1:
+                used[h0 + 1:h1] += sign * k
+            used[h1] += sign * ((f + c - 1) % k + 1)
 
     def _hosts_changed(self, hosts: IndexSet) -> None:
         """Refresh the free mask, the free host count and `user` of `hosts` after `used_pes`
         and `pe_user` changed there."""
         free, used, user = self._free_ro, self.used_pes, self.user
-        for h0, n in hosts.runs:
-            h1 = h0 + n
-            before = int(np.count_nonzero(free[h0:h1]))
-            now_free = used[h0:h1] == 0
-            free[h0:h1] = now_free
-            self.free_hosts += int(np.count_nonzero(now_free)) - before
-            rows = self.pe_user[h0:h1]
-            first = rows.max(axis=1)
-            shared = (np.where(rows >= 0, rows, first[:, None]) != first[:, None]).any(axis=1)
-            user[h0:h1] = np.where(shared, -2, first)
+        ix = _index(hosts)
+        before = int(np.count_nonzero(free[ix]))
+        now_free = used[ix] == 0
+        free[ix] = now_free
+        self.free_hosts += int(np.count_nonzero(now_free)) - before
+        rows = self.pe_user[ix]
+        first = rows.max(axis=1)
+        shared = (np.where(rows >= 0, rows, first[:, None]) != first[:, None]).any(axis=1)
+        user[ix] = np.where(shared, -2, first)
 
     def _take(self, jid: int, pes: IndexSet, now: int) -> IndexSet:
         """Mark free PEs as used by `jid` (explicit form); returns their hosts."""
@@ -444,25 +468,23 @@ class ClusterState:
             raise ProtocolError(f"job {jid}: PE index out of range")
         flat = self.pe_user.reshape(-1)
         promised = self._promised.reshape(-1)
+        ix = _index(pes)
+        if (flat[ix] >= 0).any():
+            raise ProtocolError(f"job {jid}: PE already in use")
+        p = promised[ix]
+        if ((p >= 0) & (p != jid)).any():
+            raise ProtocolError(f"job {jid}: PE promised to job {int(p[p >= 0][0])}")
         mine = self.promised_pes.get(jid)
-        for f, c in pes.runs:
-            if (flat[f:f + c] >= 0).any():
-                raise ProtocolError(f"job {jid}: PE already in use")
-            p = promised[f:f + c]
-            if ((p >= 0) & (p != jid)).any():
-                raise ProtocolError(f"job {jid}: PE promised to job {int(p[p >= 0][0])}")
         if mine is not None:  # its promised PEs stop being held for it: it takes them now
             self.unpromise(jid, mine.intersection(pes))
         self._promised_until.pop(jid, None)
         hosts = self._hosts_of(pes)
         if self._lender and any(h in hosts for h in self._lender):
             raise ProtocolError(f"job {jid}: PEs on a host lent by RCA")
-        since, role, owner = (a.reshape(-1) for a in (self._since, self._role, self._owner))
-        for f, c in pes.runs:
-            flat[f:f + c] = jid
-            since[f:f + c] = now
-            role[f:f + c] = OWN
-            owner[f:f + c] = jid
+        flat[ix] = jid
+        self._since.reshape(-1)[ix] = now
+        self._role.reshape(-1)[ix] = OWN
+        self._owner.reshape(-1)[ix] = jid
         self._count(pes, 1)
         self.free_pes -= len(pes)
         self._hosts_changed(hosts)
@@ -470,10 +492,10 @@ class ClusterState:
 
     def _give_back(self, pes: IndexSet) -> None:
         """Mark PEs free (explicit form)."""
-        flat, owner = self.pe_user.reshape(-1), self._owner.reshape(-1)
-        for f, c in pes.runs:
-            flat[f:f + c] = -1
-            owner[f:f + c] = -1
+        ix = _index(pes)
+        self.pe_user.reshape(-1)[ix] = -1
+        self._owner.reshape(-1)[ix] = -1
+        self._role.reshape(-1)[ix] = OWN  # no stale guest role for the next user
         self._count(pes, -1)
         self.free_pes += len(pes)
         self._hosts_changed(self._hosts_of(pes))
@@ -486,12 +508,11 @@ class ClusterState:
             self._promised_until[job_id] = until
         if not len(pes):
             return
-        flat, promised = self.pe_user.reshape(-1), self._promised.reshape(-1)
-        for f, c in pes.runs:
-            if (flat[f:f + c] >= 0).any() or (promised[f:f + c] >= 0).any():
-                raise ProtocolError(f"job {job_id}: PEs promised to it are not free")
-        for f, c in pes.runs:
-            promised[f:f + c] = job_id
+        ix = _index(pes)
+        promised = self._promised.reshape(-1)
+        if (self.pe_user.reshape(-1)[ix] >= 0).any() or (promised[ix] >= 0).any():
+            raise ProtocolError(f"job {job_id}: PEs promised to it are not free")
+        promised[ix] = job_id
         self._count(pes, 1)
         self.free_pes -= len(pes)
         self._hosts_changed(self._hosts_of(pes))
@@ -502,9 +523,7 @@ class ClusterState:
         """PEs promised to `job_id` are free again (or about to be taken by it)."""
         if not len(pes):
             return
-        promised = self._promised.reshape(-1)
-        for f, c in pes.runs:
-            promised[f:f + c] = -1
+        self._promised.reshape(-1)[_index(pes)] = -1
         self._count(pes, -1)
         self.free_pes += len(pes)
         self._hosts_changed(self._hosts_of(pes))
@@ -738,6 +757,8 @@ class ClusterState:
                         shrinks=run.shrinks, expands=run.expands, pes_start=run.pes_start)
 
     def _release_explicit(self, jid: int, run: _Run, end: int) -> None:
+        if run.guest:
+            self._n_guests -= 1
         self._log_pes(run, run.pes, end)
         self._give_back(run.pes)
         self._pass_on(run, run.releasing)

@@ -21,6 +21,8 @@ import numpy as np
 
 __all__ = ["IndexSet", "EMPTY", "sorted_counts"]
 
+_MANY_RUNS = 64  # above this many runs in all, set algebra goes through sorted arrays
+
 
 class IndexSet(Sequence[int]):
     """Sorted distinct non-negative integers as runs (see the module docstring)."""
@@ -191,6 +193,11 @@ class IndexSet(Sequence[int]):
     def union(self, other: Iterable[int]) -> IndexSet:
         """Elements of either set."""
         o = IndexSet.of(other)
+        if len(self._first) + len(o._first) > _MANY_RUNS:  # fragmented sets: in numpy
+            merged = np.sort(np.concatenate((self.to_array(), o.to_array())), kind="mergesort")
+            if merged.size:
+                merged = merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
+            return IndexSet.from_sorted(merged)
         spans = sorted(zip(self._first + o._first, self._count + o._count))
         first: list[int] = []
         count: list[int] = []
@@ -207,6 +214,10 @@ class IndexSet(Sequence[int]):
         o = IndexSet.of(other)
         if not o._first or not self._first:
             return self
+        if len(self._first) + len(o._first) > _MANY_RUNS:  # fragmented sets: in numpy
+            a, b = self.to_array(), o.to_array()
+            pos = np.minimum(np.searchsorted(b, a), b.size - 1)
+            return IndexSet.from_sorted(a[b[pos] != a])
         out: list[tuple[int, int]] = []
         of, oc = o._first, o._count
         j, m = 0, len(of)

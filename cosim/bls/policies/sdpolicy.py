@@ -129,7 +129,6 @@ def decide(view: DynamicView, params: Params) -> Plan:
     guests: dict[int, Sharing] = dict(view.memo or {})
     resizes: list[Shrink | Expand] = []
     starts: list[Job | Start] = []
-    pool = None  # free PEs, computed when needed
 
     # -- 5. end of sharing -------------------------------------------------------------------
     for g in sorted(guests):
@@ -144,23 +143,20 @@ def decide(view: DynamicView, params: Params) -> Plan:
             continue
         alive = tuple((m, lost) for m, lost in info.mates if m in running)
         if len(alive) < len(info.mates) and params.expand_guest:
-            if pool is None:
-                pool = IndexSet.from_sorted(cluster.free_pe_array())
-            gone_hosts = {int(h) for m, lost in info.mates if m not in running
-                          for h in np.unique(lost.to_array() // cluster.n_cores)}
+            c = cluster.n_cores
+            hosts = np.array(sorted({int(h) for m, lost in info.mates if m not in running
+                                     for h in np.unique(lost.to_array() // c)}))
+            users, promised = cluster.pe_rows(hosts)
+            free = (users < 0) & (promised < 0)
+            have = (users == g).sum(axis=1)
             need = dict(info.need)
-            mine = cluster.pes_of(g).to_array() // cluster.n_cores
             add: list[int] = []
-            for h in sorted(gone_hosts):
-                want = need.get(h, 0) - int(np.count_nonzero(mine == h))
+            for i, h in enumerate(hosts.tolist()):
+                want = need.get(h, 0) - int(have[i])
                 if want > 0:
-                    free_here = pool.intersection(IndexSet.range(h * cluster.n_cores,
-                                                                 (h + 1) * cluster.n_cores))
-                    add += free_here.to_array()[:want].tolist()
+                    add += (h * c + np.flatnonzero(free[i])[:want]).tolist()
             if add:
-                pes = IndexSet.of(add)
-                resizes.append(Expand(job_id=g, pes=pes))
-                pool = pool.difference(pes)
+                resizes.append(Expand(job_id=g, pes=IndexSet.of(add)))
         guests[g] = Sharing(mates=alive, need=info.need) if alive else info
         if not alive:
             del guests[g]
@@ -241,14 +237,13 @@ def _candidates(cluster, now: int, params: Params, in_sharing: set[int],
             continue
         if overran(a.estimated_end, a.start, now) or a.start >= now:
             continue
-        hosts = a.hosts.to_array()
-        if busy_hosts.intersection(hosts.tolist()):
-            continue
         if c > 1:
-            mine, _ = cluster.host_pes(jid, hosts)
-            if min(int(params.sharing_factor * c), int(mine.min()) - 1) < 1:
+            if min(int(params.sharing_factor * c), cluster.min_host_pes(jid) - 1) < 1:
                 continue  # some host cannot give a PE
-        elif int(params.sharing_factor * len(hosts)) < 1:
+        elif int(params.sharing_factor * len(a.hosts)) < 1:
+            continue
+        hosts = a.hosts.to_array()
+        if busy_hosts and not busy_hosts.isdisjoint(hosts.tolist()):
             continue
         out.append(_Cand(jid=jid, alloc=a, hosts=hosts, end=expected_end(a.estimated_end, now)))
     return out
@@ -287,7 +282,7 @@ def _malleable(job: Job, cands: list[_Cand], cluster, now: int, params: Params, 
     if not scored:
         return None
     scored.sort(key=lambda x: (x[0], x[1]))
-    static_end = _static_end(job, pv, ep) if params.compare_static else None
+    static_end = None  # computed for the first combination of the right weight
     best = None
     for k in range(1, params.max_mates + 1):
         for combo in combinations(range(len(scored)), k):
@@ -300,8 +295,11 @@ def _malleable(job: Job, cands: list[_Cand], cluster, now: int, params: Params, 
             pes, stolen, owners, need, gw = layout
             if any(now + gw > m.end + job.walltime for m in mates):
                 continue  # the guest must end inside its mates' allocations
-            if static_end is not None and now + gw >= static_end:
-                continue  # waiting for a static start ends earlier (or as early)
+            if params.compare_static:
+                if static_end is None:
+                    static_end = _static_end(job, pv, ep)
+                if now + gw >= static_end:
+                    continue  # waiting for a static start ends earlier (or as early)
             if params.protect_reservation and not _keeps_head(pv, ep, mates, job):
                 continue
             obj = sum(scored[i][0] * (scored[i][2] if params.weighting == "nodes" else 1)
@@ -320,59 +318,72 @@ def _malleable(job: Job, cands: list[_Cand], cluster, now: int, params: Params, 
     return start, shrinks, sharing, mates
 
 
+def _pick_highest(mask: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per row, the `n` highest True columns of `mask` (a new mask)."""
+    from_top = np.cumsum(mask[:, ::-1], axis=1)[:, ::-1]  # True cells at or right of each
+    return mask & (from_top <= n[:, None])
+
+
 def _layout(job: Job, mates: list[_Cand], cluster, sf: float, gran: str):
     """The guest's PEs on its mates' hosts: ``(pes, stolen per mate, guest PEs per mate,
-    need per host, stretched walltime)``, or None when a host cannot take its share."""
+    need per host, stretched walltime)``, or None when a host cannot take its share or a
+    bound would be broken (vectorised over the hosts)."""
     c = cluster.n_cores
     if gran == "core":
-        hosts = sorted((int(h), m) for m in mates for h in m.hosts.tolist())
+        parts = [m.hosts for m in mates]
     else:  # whole hosts: the highest of each mate's, never its master's
-        hosts = []
+        parts = []
         for m in mates:
-            master_host = m.alloc.master // c
-            give = [int(h) for h in m.hosts.tolist()[::-1] if h != master_host]
-            hosts += [(h, m) for h in give[:int(sf * len(m.hosts))]]
-        hosts.sort(key=lambda x: x[0])
+            mine = m.hosts[m.hosts != m.alloc.master // c]
+            parts.append(mine[len(mine) - int(sf * len(m.hosts)):] if int(sf * len(m.hosts))
+                         else mine[:0])
+    hosts = np.concatenate(parts)
+    which = np.repeat(np.arange(len(mates)), [len(p) for p in parts])
     if len(hosts) != job.hosts:
         return None
-    need = spread_pes(job.pes, job.hosts)
-    if max(need) > c:
+    order = np.argsort(hosts, kind="stable")
+    hosts, which = hosts[order], which[order]
+    need = np.asarray(spread_pes(job.pes, job.hosts), dtype=np.int64)
+    if need.max() > c:
         return None
-    guest: list[int] = []
-    stolen: dict[int, list[int]] = {m.jid: [] for m in mates}
-    owners: dict[int, list[int]] = {m.jid: [] for m in mates}
-    got: list[int] = []
-    steal_cap = int(sf * c)
-    for (h, m), n in zip(hosts, need, strict=True):
-        users, promised = cluster.pe_rows(np.array([h]))
-        row, prom = users[0], promised[0]
-        cores = np.arange(c)
-        free = cores[(row < 0) & (prom < 0)][::-1]  # highest first
-        theirs = cores[row == m.jid]
-        theirs = theirs[h * c + theirs != m.alloc.master][::-1]  # highest first, not the master
-        if gran == "core":
-            take_free = free[:n]
-            steal = max(0, min(n - len(take_free), steal_cap, int((row == m.jid).sum()) - 1))
-            take = theirs[:steal]
-        else:  # the host moves to the guest: every PE of the mate there
-            take = theirs
-            take_free = free[:max(0, n - len(take))]
-        mine = np.concatenate((take_free, take[:max(0, n - len(take_free))]))
-        if len(mine) == 0:
-            return None
-        guest += (h * c + mine).tolist()
-        stolen[m.jid] += (h * c + take).tolist()
-        owners[m.jid] += (h * c + mine).tolist()
-        got.append(len(mine))
-    if len(guest) < job.min_pes or any(
+    mate_ids = np.array([m.jid for m in mates], dtype=np.int64)[which]
+    users, promised = cluster.pe_rows(hosts)
+    free = (users < 0) & (promised < 0)
+    ours = users == mate_ids[:, None]
+    theirs = ours.copy()
+    for i, m in enumerate(mates):  # never the master's PE
+        h, core = divmod(m.alloc.master, c)
+        theirs[(hosts == h) & (which == i), core] = False
+    if gran == "core":
+        take_free = _pick_highest(free, need)
+        short = need - take_free.sum(axis=1)
+        steal = np.clip(short, 0, np.minimum(int(sf * c), ours.sum(axis=1) - 1))
+        take = _pick_highest(theirs, steal)
+        guest = take_free | take
+    else:  # the host moves to the guest: every PE of the mate there
+        take = theirs
+        n_take = take.sum(axis=1)
+        take_free = _pick_highest(free, np.maximum(0, need - n_take))
+        guest = take_free | _pick_highest(take, need - take_free.sum(axis=1))
+    got = guest.sum(axis=1)
+    if (got == 0).any():
+        return None
+    row, col = np.nonzero(guest)  # row-major over ascending hosts: sorted PEs
+    guest_pe = hosts[row] * c + col
+    pes = IndexSet.from_sorted(guest_pe)
+    srow, scol = np.nonzero(take)
+    stolen_pe = hosts[srow] * c + scol
+    stolen = {m.jid: IndexSet.from_sorted(stolen_pe[which[srow] == i])
+              for i, m in enumerate(mates)}
+    owners = {m.jid: IndexSet.from_sorted(guest_pe[which[row] == i])
+              for i, m in enumerate(mates)}
+    if len(pes) < job.min_pes or any(
             m.alloc.pes - len(stolen[m.jid]) < m.alloc.job.min_pes for m in mates):
         return None  # the guest below its minimum, or a mate shrunk below its own
-    ref = len(need) * min(need)
-    cur = len(got) * min(got)
+    ref = len(need) * int(need.min())
+    cur = len(got) * int(got.min())
     gw = -(-job.walltime * ref // cur)
-    return (IndexSet.of(guest), {j: IndexSet.of(v) for j, v in stolen.items()},
-            {j: IndexSet.of(v) for j, v in owners.items()},
-            tuple((h, n) for (h, _), n in zip(hosts, need, strict=True)), gw)
+    return (pes, stolen, owners, tuple(zip(hosts.tolist(), need.tolist())), gw)
 
 
 def _keeps_head(pv: PassView, ep: Plan, mates: list[_Cand], job: Job) -> bool:
