@@ -120,6 +120,9 @@ class _Cand:
     alloc: object
     hosts: np.ndarray
     end: int  # estimated end (as the profile sees it)
+    w: int = 0  # weight: hosts (core granularity) or whole hosts it can give
+    a: int = 0  # wait + current walltime: the penalty is (a + guest walltime) / o
+    o: int = 1  # original walltime
 
 
 def decide(view: DynamicView, params: Params) -> Plan:
@@ -177,12 +180,12 @@ def decide(view: DynamicView, params: Params) -> Plan:
         ends = [(e, j, n + gain.get(j, 0), s) for e, j, n, s in ends]
     busy_hosts = set(cluster.guest_hosts().tolist())
     in_sharing = set(guests) | {m for s in guests.values() for m, _ in s.mates}
-    cands = _candidates(cluster, now, params, in_sharing, busy_hosts)
-    cutoff = (params.max_slowdown if params.cutoff == "fixed" else
-              dyn_avg_sd(running) if params.cutoff == "dynamic" else math.inf)
     gran = params.granularity
     if gran == "auto":
         gran = "core" if cluster.n_cores > 1 else "host"
+    cands = _candidates(cluster, now, params, in_sharing, busy_hosts, gran)
+    cutoff = (params.max_slowdown if params.cutoff == "fixed" else
+              dyn_avg_sd(running) if params.cutoff == "dynamic" else math.inf)
     while True:
         pv = PassView(now=now, n_hosts=cluster.n_hosts, free=free, queue=tuple(queue),
                       running=tuple(ends))
@@ -225,7 +228,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
 
 
 def _candidates(cluster, now: int, params: Params, in_sharing: set[int],
-                busy_hosts: set[int]) -> list[_Cand]:
+                busy_hosts: set[int], gran: str) -> list[_Cand]:
     """Running jobs that may become mates this pass (module docstring, step 2, without the
     cut-off, which depends on the guest)."""
     out = []
@@ -245,7 +248,9 @@ def _candidates(cluster, now: int, params: Params, in_sharing: set[int],
         hosts = a.hosts.to_array()
         if busy_hosts and not busy_hosts.isdisjoint(hosts.tolist()):
             continue
-        out.append(_Cand(jid=jid, alloc=a, hosts=hosts, end=expected_end(a.estimated_end, now)))
+        w = len(hosts) if gran == "core" else int(params.sharing_factor * len(hosts))
+        out.append(_Cand(jid=jid, alloc=a, hosts=hosts, end=expected_end(a.estimated_end, now),
+                         w=w, a=a.estimated_end - job.submit, o=max(job.walltime, 1)))
     return out
 
 
@@ -268,17 +273,25 @@ def _malleable(job: Job, cands: list[_Cand], cluster, now: int, params: Params, 
                gran: str, pv: PassView, ep: Plan):
     """The malleable trial of `job` (module docstring, steps 1-4): ``(Start, shrinks,
     Sharing, mates)`` or None."""
-    sf = params.sharing_factor
     big_w = job.hosts
+    weights = {c.w for c in cands}
+    if params.max_mates == 1:
+        usable = {big_w} & weights
+    elif params.max_mates == 2:  # a weight is useful alone or with a partner
+        usable = {w for w in weights if w == big_w or (big_w - w) in weights}
+    else:
+        usable = {w for w in weights if w <= big_w}
+    if not usable:
+        return None
+    g = job.walltime
     scored = []
     for cand in cands:
-        w = len(cand.hosts) if gran == "core" else int(sf * len(cand.hosts))
-        if w < 1 or w > big_w:
+        if cand.w not in usable:
             continue
-        p = penalty(cand.alloc, job.walltime)
+        p = (cand.a + g) / cand.o  # `penalty`, inlined: this loop is the policy's hot spot
         if p > cutoff:
             continue
-        scored.append((p, cand.jid, w, cand))
+        scored.append((p, cand.jid, cand.w, cand))
     if not scored:
         return None
     scored.sort(key=lambda x: (x[0], x[1]))
@@ -289,7 +302,12 @@ def _malleable(job: Job, cands: list[_Cand], cluster, now: int, params: Params, 
             if sum(scored[i][2] for i in combo) != big_w:
                 continue
             mates = [scored[i][3] for i in combo]
-            layout = _layout(job, mates, cluster, sf, gran)
+            if params.compare_static:  # a guest is never faster than its walltime: a cheap
+                if static_end is None:  # bound before laying it out
+                    static_end = _static_end(job, pv, ep)
+                if now + job.walltime >= static_end:
+                    return None
+            layout = _layout(job, mates, cluster, params.sharing_factor, gran)
             if layout is None:
                 continue
             pes, stolen, owners, need, gw = layout
