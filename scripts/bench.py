@@ -235,6 +235,53 @@ def _equi(repeat):
             (f"wall ({st.passes:,} passes, {len(res.allocations):,} log rows)", wall, "s", None)]
 
 
+@bench("bls: SD-Policy, Lublin-like jobs on curie5040, every job malleable, ideal model "
+       "(COSIM_BENCH_SD_JOBS, default 20,000; target: 200,000 in < 60 s)")
+def _sd(repeat):
+    import os
+
+    import numpy as np
+
+    from cosim.bls import BatchConfig, simulate_batch
+    from cosim.bls.policies import sdpolicy
+    from cosim.testing.workloads import lublin_like
+    from cosim.workload.marking import mark_malleable
+
+    n = int(os.environ.get("COSIM_BENCH_SD_JOBS", "20000"))
+    jobs = mark_malleable(lublin_like(n, 5040, np.random.default_rng(1), load=0.9, cores=16),
+                          1.0, seed=0)
+    passes = {"all": 0, "trial": 0}
+    decide, trial = sdpolicy.decide, sdpolicy._malleable
+    seen = [False]
+
+    def counting_decide(view, params):  # counts passes, and those that tried a guest
+        passes["all"] += 1
+        seen[0] = False
+        out = decide(view, params)
+        passes["trial"] += seen[0]
+        return out
+
+    def counting_trial(*args):
+        seen[0] = True
+        return trial(*args)
+
+    sdpolicy.decide, sdpolicy._malleable = counting_decide, counting_trial
+    policy = sdpolicy.POLICY
+    object.__setattr__(policy, "decide", counting_decide)
+    try:
+        wall, res = best(1, lambda: simulate_batch(jobs, n_hosts=5040, cores_per_host=16,
+                                                   config=BatchConfig(malleable="sd")))
+    finally:
+        sdpolicy.decide, sdpolicy._malleable = decide, trial
+        object.__setattr__(policy, "decide", decide)
+    st = res.stats
+    return [(f"{n:,} jobs: jobs/s", n / wall, "jobs/s", 200_000 / 60.0),
+            (f"wall ({st.guest_starts:,} malleable starts, {st.shrinks:,} shrinks)", wall, "s",
+             None),
+            ("passes that ran the malleable trial", passes["trial"] / max(passes["all"], 1),
+             "share", None)]
+
+
 @bench("als: trace apps, 2,000 malleable jobs of 4,096 PEs shrunk and expanded by 64 PEs in "
        "turn (100 resizes each, ideal and worst models)")
 def _trace_resizes(repeat):
