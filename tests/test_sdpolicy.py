@@ -173,7 +173,8 @@ def test_guest_expands_onto_an_early_mates_pes_and_the_other_mate_gets_its_pes_b
 def test_random_workloads_keep_the_invariants(spec, weighting, compare, cores):
     jobs = []
     for i, (sub, hosts, wall, pct, malleable) in enumerate(spec, start=1):
-        pes = hosts * cores
+        # the last host partly used now and then: guests may then fit in a mate's idle cores
+        pes = hosts * cores - (sub % cores if hosts > 1 else 0)
         run = max(1, wall * pct // 100)
         jobs.append(Job(id=i, submit=sub * H // 10, hosts=hosts, pes=pes, walltime=wall * H // 10,
                         runtime=run * H // 10, kind="malleable" if malleable else "rigid",
@@ -203,3 +204,23 @@ def test_bad_parameters_are_input_errors():
                        (("cutoff", "median"), "cutoff")):
         with pytest.raises(InputError, match=match):
             BatchConfig(malleable="sd", malleable_params=dict([bad]))
+
+
+def test_a_guest_in_a_mates_idle_cores_takes_nothing_from_it():
+    # host 0: mate M uses cores 0-3 of 8; host 1: a rigid job. G (2 PEs) fits in M's idle
+    # cores: no shrink, no longer walltime for M, and M's end frees only its own PEs
+    m = Job(id=1, submit=0, hosts=1, pes=4, walltime=10 * H, runtime=5 * H, kind="malleable",
+            min_pes=2, max_pes=4)
+    r = Job(id=2, submit=0, hosts=1, pes=8, walltime=10 * H, runtime=8 * H)
+    g = Job(id=3, submit=H, hosts=1, pes=2, walltime=6 * H, runtime=6 * H, kind="malleable",
+            min_pes=1, max_pes=2)
+    x = Job(id=4, submit=2 * H, hosts=1, pes=8, walltime=H, runtime=H)  # waits for a host
+    cfg = BatchConfig(malleable="sd", malleable_params={"compare_static": "false"})
+    res = simulate([m, r, g, x], n_hosts=2, cores_per_host=8, batch=cfg)
+    check_allocations(res, n_pes=16, cores=8)
+    out = {o.job.id: o for o in res.outcomes}
+    assert out[4].start == 7 * H  # host 0 is not free when M ends: G still runs there
+    assert out[3].start == H and out[3].end == 7 * H  # a guest on 2 free cores, at full speed
+    assert (out[1].shrinks, out[1].expands, out[1].end) == (0, 0, 5 * H)
+    t = res.allocations
+    assert set(t[t["job"] == 3]["role"].tolist()) == {2}

@@ -541,6 +541,7 @@ class BatchScheduler:
                                     f"{job.max_pes} PEs")
             state.expand(jid, r.pes, now)
             self.expands += 1
+            self._dirty = True  # a pass at this instant sees the job with its new PEs
         limit = None
         if r.limit is not None:
             state.set_limit(jid, r.limit)

@@ -401,6 +401,9 @@ class ClusterState:
         jid = job.id
         if jid in self.running:
             raise ProtocolError(f"job {jid} is already running")
+        for mate, _ in owners:  # a whole-host mate no longer has its hosts to itself
+            if mate in self._runs:
+                self._explicit(mate, now)
         hosts = self._take(jid, pes, now)
         if owners:
             self._n_guests += 1
@@ -432,6 +435,8 @@ class ClusterState:
         """Add ``sign`` x the PEs of `pes` to `used_pes` of their hosts."""
         k, used = self.n_cores, self.used_pes
         runs = pes.runs
+        if not runs:
+            return
         if len(runs) > 1:
             hosts, n = sorted_counts(pes.to_array() // k)
             used[hosts] += sign * n

@@ -140,7 +140,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
             continue
         if g not in running:  # the guest ended: the mates get back what they lost
             for mate, lost in info.mates:
-                if mate in running and cluster.resizable(mate):
+                if len(lost) and mate in running and cluster.resizable(mate):
                     resizes.append(Expand(job_id=mate, pes=lost))
             del guests[g]
             continue
@@ -148,7 +148,8 @@ def decide(view: DynamicView, params: Params) -> Plan:
         if len(alive) < len(info.mates) and params.expand_guest:
             c = cluster.n_cores
             hosts = np.array(sorted({int(h) for m, lost in info.mates if m not in running
-                                     for h in np.unique(lost.to_array() // c)}))
+                                     for h in np.unique(lost.to_array() // c)}),
+                             dtype=np.int64)
             users, promised = cluster.pe_rows(hosts)
             free = (users < 0) & (promised < 0)
             have = (users == g).sum(axis=1)
@@ -179,7 +180,10 @@ def decide(view: DynamicView, params: Params) -> Plan:
         free -= sum(gain.values())
         ends = [(e, j, n + gain.get(j, 0), s) for e, j, n, s in ends]
     busy_hosts = set(cluster.guest_hosts().tolist())
-    in_sharing = set(guests) | {m for s in guests.values() for m, _ in s.mates}
+    # mates getting PEs back in this pass are candidates again only at the next pass (the
+    # scheduler runs one at the same instant once the expands are applied)
+    in_sharing = set(guests) | {m for s in guests.values() for m, _ in s.mates} | {
+        r.job_id for r in resizes}
     gran = params.granularity
     if gran == "auto":
         gran = "core" if cluster.n_cores > 1 else "host"
@@ -328,8 +332,10 @@ def _malleable(job: Job, cands: list[_Cand], cluster, now: int, params: Params, 
     if best is None:
         return None
     _, mates, pes, stolen, owners, need, gw = best
+    # a mate whose idle cores are enough gives nothing: no shrink, no longer walltime
     shrinks = [Shrink(job_id=m.jid, pes=stolen[m.jid], for_job=job.id,
-                      limit=m.alloc.estimated_end + job.walltime) for m in mates]
+                      limit=m.alloc.estimated_end + job.walltime) for m in mates
+               if len(stolen[m.jid])]
     start = Start(job=job, pes=pes, walltime=gw,
                   owners=tuple((m.jid, owners[m.jid]) for m in mates))
     sharing = Sharing(mates=tuple((m.jid, stolen[m.jid]) for m in mates), need=need)
