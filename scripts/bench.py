@@ -210,20 +210,27 @@ def _curie(repeat):
             ("whole run rate", summary["jobs"] / wall, "jobs/s", None)]
 
 
-@bench("bls: equipartition, Lublin-like jobs on curie5040, every job malleable (min half, "
-       "max its request; COSIM_BENCH_EQUI_JOBS, default 200,000: minutes)")
-def _equi(repeat):
+def malleable_curie_jobs(env: str, default: int):
+    """``(n, jobs)``: `n` Lublin-like jobs for curie5040 (n from the environment variable
+    `env`, else `default`), every one malleable (min half, max its request)."""
     import os
 
     import numpy as np
 
-    from cosim.bls import BatchConfig, simulate_batch
     from cosim.testing.workloads import lublin_like
     from cosim.workload.marking import mark_malleable
 
-    n = int(os.environ.get("COSIM_BENCH_EQUI_JOBS", "200000"))
-    jobs = mark_malleable(lublin_like(n, 5040, np.random.default_rng(1), load=0.9, cores=16),
-                          1.0, seed=0)
+    n = int(os.environ.get(env, str(default)))
+    jobs = lublin_like(n, 5040, np.random.default_rng(1), load=0.9, cores=16)
+    return n, mark_malleable(jobs, 1.0, seed=0)
+
+
+@bench("bls: equipartition, Lublin-like jobs on curie5040, every job malleable (min half, "
+       "max its request; COSIM_BENCH_EQUI_JOBS, default 200,000: minutes)")
+def _equi(repeat):
+    from cosim.bls import BatchConfig, simulate_batch
+
+    n, jobs = malleable_curie_jobs("COSIM_BENCH_EQUI_JOBS", 200_000)
     cfg = BatchConfig(malleable="equi", walltime_kill=False)
     wall, res = best(1, lambda: simulate_batch(jobs, n_hosts=5040, cores_per_host=16,
                                                config=cfg))
@@ -238,18 +245,10 @@ def _equi(repeat):
 @bench("bls: SD-Policy, Lublin-like jobs on curie5040, every job malleable, ideal model "
        "(COSIM_BENCH_SD_JOBS, default 20,000; target: 200,000 in < 60 s)")
 def _sd(repeat):
-    import os
-
-    import numpy as np
-
     from cosim.bls import BatchConfig, simulate_batch
     from cosim.bls.policies import sdpolicy
-    from cosim.testing.workloads import lublin_like
-    from cosim.workload.marking import mark_malleable
 
-    n = int(os.environ.get("COSIM_BENCH_SD_JOBS", "20000"))
-    jobs = mark_malleable(lublin_like(n, 5040, np.random.default_rng(1), load=0.9, cores=16),
-                          1.0, seed=0)
+    n, jobs = malleable_curie_jobs("COSIM_BENCH_SD_JOBS", 20_000)
     passes = {"all": 0, "trial": 0}
     decide, trial = sdpolicy.decide, sdpolicy._malleable
     seen = [False]

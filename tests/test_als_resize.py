@@ -40,6 +40,7 @@ from cosim.protocol.messages import (
     ShrinkApp,
     StartApp,
 )
+from cosim.testing.scenarios import drain
 from cosim.workload import load_app
 
 PLATFORM = load_platform("tiny8x2")  # 8 hosts x 2 cores, 1 GF, 500 ns latency
@@ -81,13 +82,6 @@ def expand(t, pes, **kw):
     return ExpandApp(time=t, job_id=1, pes=IndexSet.of(pes), **kw)
 
 
-def drain(sim):
-    facts = []
-    while (p := sim.promise()) is not None:
-        got = sim.advance(p)
-        assert got and all(f.time == p for f in got)  # a promise is exact: facts at p
-        facts += got
-    return facts
 
 
 def run(technique, params, commands, *, ahead, app="profile", first=None):

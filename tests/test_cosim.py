@@ -14,6 +14,7 @@ from cosim.platform import load_platform
 from cosim.platform.allocation import job_pe_indices
 from cosim.protocol.messages import AppCompleted, AppStarted, HostsYielded, KillApp, StartApp
 from cosim.runner import cosimulate
+from cosim.testing.scenarios import drain
 from cosim.workload import load_app
 from cosim.workload.jobs import Job
 
@@ -40,13 +41,6 @@ def start(job_id, t, hosts, total_flop=4e6):
                     app="mandelbrot", params=(("total_flop", repr(total_flop)),))
 
 
-def drain(sim):
-    facts = []
-    while (p := sim.promise()) is not None:
-        got = sim.advance(p)
-        assert got and all(f.time == p for f in got)  # a promise is exact: facts at p
-        facts += got
-    return facts
 
 
 @pytest.mark.parametrize("technique", ["STATIC", "GSS", "AF"])

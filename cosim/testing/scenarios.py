@@ -1,6 +1,6 @@
 """Reference loop scenarios and a digest of their results, for determinism checks.
 
-`loop_digest` runs every registered technique on a fixed heterogeneous scenario (random costs
+`drain` runs an application-level endpoint through its promises. `loop_digest` runs every registered technique on a fixed heterogeneous scenario (random costs
 from a keyed stream, mixed PE speeds, a perturbed PE, remote workers) and returns a SHA-256 of
 all chunk tables. The same digest must come out of every process, whatever its hash seed or
 MPI rank: the tests compare an in-process digest with those of ``mpiexec -n 3`` processes.
@@ -18,7 +18,7 @@ from cosim.als.techniques import get, names
 from cosim.core.rng import stream
 from cosim.workload.costs import TaskCosts
 
-__all__ = ["loop_digest"]
+__all__ = ["loop_digest", "drain"]
 
 
 def loop_digest(seed: int = 0, n: int = 3000, p: int = 12) -> str:
@@ -39,3 +39,14 @@ def loop_digest(seed: int = 0, n: int = 3000, p: int = 12) -> str:
         for col in (c.rank, c.first, c.size, c.t_assign, c.t_start, c.t_end, c.step):
             h.update(np.ascontiguousarray(col, dtype=np.int64).tobytes())
     return h.hexdigest()
+
+
+def drain(sim) -> list:
+    """Every fact an application-level endpoint produces without further commands, advancing
+    from promise to promise; each promise must be exact (facts come at it)."""
+    facts = []
+    while (p := sim.promise()) is not None:
+        got = sim.advance(p)
+        assert got and all(f.time == p for f in got), (p, got)
+        facts += got
+    return facts
