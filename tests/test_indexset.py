@@ -58,3 +58,27 @@ def test_fragmented_sets_take_the_array_path_with_the_same_results(a, b):
     assert x.union(y) == tuple(sorted(a | b))
     assert x.difference(y) == tuple(sorted(a - b))
     assert x.intersection(y) == tuple(sorted(a & b))
+
+
+@given(st.sets(st.integers(0, 3000), min_size=200, max_size=600))
+def test_a_set_of_many_runs_in_its_array_form_is_its_sorted_tuple(xs):
+    s = IndexSet.from_sorted(np.array(sorted(xs), dtype=np.int64))
+    t = tuple(sorted(xs))
+    tuple_form = IndexSet.from_runs(s.runs)  # the same set held as tuples
+    assert s == t and s == tuple_form and tuple_form == s and hash(s) == hash(t)
+    assert s.n_runs == tuple_form.n_runs and len(s) == len(t)
+    assert s.to_array().tolist() == list(t) and [s[i] for i in (0, 1, -2, -1)] == \
+        [t[0], t[1], t[-2], t[-1]]
+    assert all((x in s) == (x in xs) for x in range(-1, 3002, 7))
+    assert pickle.loads(pickle.dumps(s)) == s and pickle.loads(pickle.dumps(s)).n_runs == s.n_runs
+    f, c = s.run_arrays()
+    assert list(zip(f.tolist(), c.tolist())) == list(s.runs)
+
+
+@given(st.sets(st.integers(0, 10**6), min_size=40, max_size=200),
+       st.sets(st.integers(0, 10**6), max_size=200), st.booleans())
+def test_fragmented_sparse_sets_take_the_sorted_search_path_with_the_same_results(a, b, share):
+    b = b | set(list(a)[::2]) if share else b  # half of a in b, or independent
+    x, y = IndexSet.of(a), IndexSet.of(b)
+    assert x.difference(y) == tuple(sorted(a - b)) and x.intersection(y) == tuple(sorted(a & b))
+    assert x.difference(x) == () and x.issubset(x.union(y))

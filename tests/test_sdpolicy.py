@@ -20,7 +20,7 @@ from cosim.bls.policies.base import DynamicView, Shrink, Start
 from cosim.bls.state import ClusterState
 from cosim.errors import InputError
 from cosim.runner import simulate
-from cosim.testing.invariants import check_allocations
+from cosim.testing.invariants import check_allocations, check_state_caches
 from cosim.workload.jobs import Job
 
 H = 3600 * 1_000_000_000
@@ -171,6 +171,15 @@ def test_guest_expands_onto_an_early_mates_pes_and_the_other_mate_gets_its_pes_b
                           st.integers(1, 100), st.booleans()), min_size=2, max_size=16),
        st.sampled_from(["nodes", "none"]), st.booleans(), st.sampled_from([1, 4]))
 def test_random_workloads_keep_the_invariants(spec, weighting, compare, cores):
+    checked = [0]
+
+    def checking(state):  # every pass: the state's caches equal their definitions
+        checked[0] += 1
+        out = ends(state)
+        check_state_caches(state, out)
+        return out
+
+    ends = ClusterState.running_ends
     jobs = []
     for i, (sub, hosts, wall, pct, malleable) in enumerate(spec, start=1):
         # the last host partly used now and then: guests may then fit in a mate's idle cores
@@ -182,7 +191,10 @@ def test_random_workloads_keep_the_invariants(spec, weighting, compare, cores):
                         max_pes=pes if malleable else 0))
     cfg = BatchConfig(malleable="sd", malleable_params={"weighting": weighting,
                                                         "compare_static": str(compare)})
-    res = simulate(jobs, n_hosts=8, cores_per_host=cores, batch=cfg)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ClusterState, "running_ends", checking)
+        res = simulate(jobs, n_hosts=8, cores_per_host=cores, batch=cfg)
+    assert checked[0]
     check_allocations(res, n_pes=8 * cores, cores=cores)
     out = {o.job.id: o for o in res.outcomes}
     for o in out.values():

@@ -96,10 +96,9 @@ class Released:
 
 def _index(s: IndexSet) -> slice | np.ndarray:
     """An index of the elements of `s` into a flat array: a slice for one run, else an array."""
-    runs = s.runs
-    if len(runs) == 1:
-        f, c = runs[0]
-        return slice(f, f + c)
+    if s.n_runs == 1:
+        f = s[0]
+        return slice(f, f + len(s))
     return s.to_array()
 
 
@@ -164,7 +163,7 @@ class ClusterState:
                  "free_hosts", "free_pes", "lendable", "running", "log", "_ends", "_free_ro",
                  "_runs", "_ids", "_rca", "_lender", "_tail", "_since", "_role", "_owner",
                  "_n_explicit", "_promised", "promised_pes", "_coming", "_promised_until",
-                 "_n_guests")
+                 "_n_guests", "_guest_n", "_promised_n", "_stamp", "_host_stamp", "_shape")
 
     def __init__(self, cores: Sequence[int]) -> None:
         if not len(cores) or any(c < 1 for c in cores):
@@ -205,6 +204,15 @@ class ClusterState:
         self._coming: dict[int, set[int]] = {}  # queued job -> jobs releasing PEs for it
         self._promised_until: dict[int, tuple[int, int]] = {}  # waiting job -> (end, since)
         self._n_guests = 0  # running jobs placed as guests
+        # per host: PEs used in the guest role, PEs promised (guest_mask without a scan)
+        self._guest_n = np.zeros(self.n_hosts, dtype=np.int64)
+        self._promised_n = np.zeros(self.n_hosts, dtype=np.int64)
+        # the per-job shape cache of explicit-form jobs (`_job_shape`): every change of PEs on
+        # a host stamps it with a new number; a job's cached shape is stale when one of its
+        # hosts has a newer stamp than the shape
+        self._stamp = 0
+        self._host_stamp = np.zeros(self.n_hosts, dtype=np.int64)
+        self._shape: dict[int, tuple[int, np.ndarray, int, int, np.ndarray]] = {}
 
     # -- read-only views ------------------------------------------------------------------
     @property
@@ -249,16 +257,46 @@ class ClusterState:
         """Hosts with a guest on them: PEs used in the guest role, or promised to a job."""
         if not self._n_guests and not self.promised_pes:
             return np.zeros(0, dtype=np.int64)
-        guest = ((self._role == GUEST) & (self.pe_user >= 0)).any(axis=1)
-        return np.flatnonzero(guest | (self._promised >= 0).any(axis=1))
+        return np.flatnonzero(self.guest_mask())
+
+    def guest_mask(self) -> np.ndarray:
+        """A new boolean array: True for the hosts `guest_hosts` lists."""
+        return (self._guest_n > 0) | (self._promised_n > 0)
 
     def min_host_pes(self, job_id: int) -> int:
         """The fewest PEs running job `job_id` has on one of its hosts."""
         run = self._runs[job_id]
         if run.pes is None:  # the spread rule: base PEs on the last hosts
             return run.alloc.pes // len(run.idx)
-        mine, _ = self.host_pes(job_id, run.idx)
-        return int(mine.min())
+        return self._job_shape(job_id, run)[3]
+
+    def host_counts(self, job_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """Read-only ``(hosts, PEs it uses on each)`` of running job `job_id`, hosts
+        ascending (PEs being released included)."""
+        run = self._runs[job_id]
+        counts = run.counts if run.pes is None else self._job_shape(job_id, run)[4]
+        hosts = run.idx.view()
+        hosts.flags.writeable = False
+        counts.flags.writeable = False
+        return hosts, counts
+
+    def _job_shape(self, job_id: int, run: _Run) -> tuple[int, np.ndarray, int, int, np.ndarray]:
+        """``(stamp, hosts, sole hosts, fewest PEs on a host, PEs on each host)`` of an
+        explicit-form job, from the cache unless a host of it changed since (O(its hosts) to
+        check, O(its PEs) to recompute)."""
+        idx = run.idx
+        hit = self._shape.get(job_id)
+        if hit is not None and hit[1] is idx and (
+                not len(idx) or int(self._host_stamp[idx].max()) <= hit[0]):
+            return hit
+        rows = self.pe_user[idx]
+        own = rows == job_id
+        mine = own | (rows < 0) | (self._owner[idx] == job_id)
+        n_own = own.sum(axis=1)
+        sole = int(np.count_nonzero(mine.all(axis=1) & (n_own > 0)))
+        shape = (self._stamp, idx, sole, int(n_own.min()) if len(idx) else 0, n_own)
+        self._shape[job_id] = shape
+        return shape
 
     def pe_rows(self, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the users and the promised-to jobs of every core of `hosts`."""
@@ -285,19 +323,14 @@ class ClusterState:
         """
         if not self._n_explicit and not self.promised_pes:
             return tuple(self._ends)
-        out = [(e, j, n if n >= 0 else self._sole_hosts(j), s) for e, j, n, s in self._ends]
+        runs, shape = self._runs, self._job_shape
+        out = [(e, j, n if n >= 0 else shape(j, runs[j])[2], s) for e, j, n, s in self._ends]
         for j in sorted(self.promised_pes):  # a start waiting for PEs holds hosts of its own
             held = self._promised_hosts(j)
             if held:
                 until, since = self._promised_until[j]
                 out.append((until, j, held, since))
         return tuple(sorted(out))
-
-    def _sole_hosts(self, job_id: int) -> int:
-        idx = self._runs[job_id].idx
-        rows = self.pe_user[idx]
-        mine = (rows == job_id) | (rows < 0) | (self._owner[idx] == job_id)
-        return int(np.count_nonzero(mine.all(axis=1) & (rows == job_id).any(axis=1)))
 
     def _promised_hosts(self, job_id: int) -> int:
         """Hosts on which nobody runs and some PE is promised to `job_id`."""
@@ -409,9 +442,10 @@ class ClusterState:
             self._n_guests += 1
             role, owner = self._role.reshape(-1), self._owner.reshape(-1)
             for mate, part in owners:
-                for f, c in part.runs:
-                    role[f:f + c] = GUEST
-                    owner[f:f + c] = mate
+                ix = _index(part)
+                role[ix] = GUEST
+                owner[ix] = mate
+                self._count(part, 1, self._guest_n)
         wall = job.walltime if walltime is None else walltime
         alloc = Allocation(job=job, hosts=hosts, start=now, estimated_end=now + wall,
                            pes=len(pes), master=pes[0])
@@ -425,23 +459,23 @@ class ClusterState:
     def _hosts_of(self, pes: IndexSet) -> IndexSet:
         """The hosts the PEs are on."""
         k = self.n_cores
-        runs = pes.runs
-        if len(runs) == 1:
-            f, c = runs[0]
-            return IndexSet.range(f // k, (f + c - 1) // k + 1)
+        if pes.n_runs == 1:
+            f = pes[0]
+            return IndexSet.range(f // k, (f + len(pes) - 1) // k + 1)
         return IndexSet.from_sorted(sorted_counts(pes.to_array() // k)[0])
 
-    def _count(self, pes: IndexSet, sign: int) -> None:
-        """Add ``sign`` x the PEs of `pes` to `used_pes` of their hosts."""
-        k, used = self.n_cores, self.used_pes
-        runs = pes.runs
-        if not runs:
+    def _count(self, pes: IndexSet, sign: int, used: np.ndarray | None = None) -> None:
+        """Add ``sign`` x the PEs of `pes` to per-host counts `used` (default `used_pes`)."""
+        k = self.n_cores
+        if used is None:
+            used = self.used_pes
+        if not pes.n_runs:
             return
-        if len(runs) > 1:
+        if pes.n_runs > 1:
             hosts, n = sorted_counts(pes.to_array() // k)
             used[hosts] += sign * n
             return
-        f, c = runs[0]
+        f, c = pes[0], len(pes)
         h0, h1 = f // k, (f + c - 1) // k
         if h0 == h1:
             used[h0] += sign * c
@@ -456,6 +490,8 @@ class ClusterState:
         and `pe_user` changed there."""
         free, used, user = self._free_ro, self.used_pes, self.user
         ix = _index(hosts)
+        self._stamp += 1
+        self._host_stamp[ix] = self._stamp
         before = int(np.count_nonzero(free[ix]))
         now_free = used[ix] == 0
         free[ix] = now_free
@@ -498,9 +534,15 @@ class ClusterState:
     def _give_back(self, pes: IndexSet) -> None:
         """Mark PEs free (explicit form)."""
         ix = _index(pes)
+        role = self._role.reshape(-1)
+        if self._n_guests:
+            was = role[ix] == GUEST
+            if was.any():
+                self._guest_n -= np.bincount(pes.to_array()[was] // self.n_cores,
+                                             minlength=self.n_hosts)
         self.pe_user.reshape(-1)[ix] = -1
         self._owner.reshape(-1)[ix] = -1
-        self._role.reshape(-1)[ix] = OWN  # no stale guest role for the next user
+        role[ix] = OWN  # no stale guest role for the next user
         self._count(pes, -1)
         self.free_pes += len(pes)
         self._hosts_changed(self._hosts_of(pes))
@@ -519,6 +561,7 @@ class ClusterState:
             raise ProtocolError(f"job {job_id}: PEs promised to it are not free")
         promised[ix] = job_id
         self._count(pes, 1)
+        self._count(pes, 1, self._promised_n)
         self.free_pes -= len(pes)
         self._hosts_changed(self._hosts_of(pes))
         held = self.promised_pes.get(job_id)
@@ -530,6 +573,7 @@ class ClusterState:
             return
         self._promised.reshape(-1)[_index(pes)] = -1
         self._count(pes, -1)
+        self._count(pes, -1, self._promised_n)
         self.free_pes += len(pes)
         self._hosts_changed(self._hosts_of(pes))
         left = self.promised_pes.pop(job_id).difference(pes)
@@ -581,10 +625,10 @@ class ClusterState:
         self._log_whole(run, now)
         pes = self._pe_set(run)
         since, role, owner = (a.reshape(-1) for a in (self._since, self._role, self._owner))
-        for f, c in pes.runs:
-            since[f:f + c] = now
-            role[f:f + c] = OWN
-            owner[f:f + c] = jid
+        ix = _index(pes)
+        since[ix] = now
+        role[ix] = OWN
+        owner[ix] = jid
         rec = self._rca.get(jid)
         if rec is not None:  # yields recorded only (RCA off): idle tails from now on
             self._role[sorted(rec.yielded_set)] = YIELDED
@@ -748,6 +792,7 @@ class ClusterState:
             raise ProtocolError(f"job {job_id} is not running")
         end = alloc.start if now is None else now
         run = self._runs.pop(job_id)
+        self._shape.pop(job_id, None)
         ends = self._ends
         del ends[bisect_left(ends, (alloc.estimated_end, job_id))]
         rec = self._rca.pop(job_id, None)
@@ -762,10 +807,10 @@ class ClusterState:
                         shrinks=run.shrinks, expands=run.expands, pes_start=run.pes_start)
 
     def _release_explicit(self, jid: int, run: _Run, end: int) -> None:
-        if run.guest:
-            self._n_guests -= 1
         self._log_pes(run, run.pes, end)
         self._give_back(run.pes)
+        if run.guest:
+            self._n_guests -= 1
         self._pass_on(run, run.releasing)
 
     def _release_whole(self, jid: int, run: _Run, rec: _Rca | None, end: int) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import accumulate
 from typing import Any, overload
 
 import numpy as np
@@ -25,17 +26,55 @@ _MANY_RUNS = 64  # above this many runs in all, set algebra goes through sorted 
 
 
 class IndexSet(Sequence[int]):
-    """Sorted distinct non-negative integers as runs (see the module docstring)."""
+    """Sorted distinct non-negative integers as runs (see the module docstring).
 
-    __slots__ = ("_first", "_count", "_len", "_cum", "_runs")
+    The runs are kept as two tuples of Python ints, or — for a set of many runs built from a
+    numpy array (a guest's PEs over a thousand hosts) — as two ``int64`` arrays, the other
+    form made only when asked for: numpy work on such a set never goes through Python ints.
+    """
+
+    __slots__ = ("_f", "_c", "_fa", "_ca", "_n", "_len", "_cum", "_runs")
 
     def __init__(self, first: tuple[int, ...] = (), count: tuple[int, ...] = ()) -> None:
         # trusted: maximal runs, ascending, counts >= 1 (use the class methods to build one)
-        self._first = first
-        self._count = count
+        self._f: tuple[int, ...] | None = first
+        self._c: tuple[int, ...] | None = count
+        self._fa: np.ndarray | None = None
+        self._ca: np.ndarray | None = None
+        self._n = len(first)
         self._len = sum(count)
         self._cum: tuple[int, ...] | None = None
         self._runs: tuple[tuple[int, int], ...] | None = None
+
+    @classmethod
+    def _of_arrays(cls, first: np.ndarray, count: np.ndarray) -> IndexSet:
+        """Trusted maximal runs as ``int64`` arrays (not copied: never mutate them)."""
+        out = cls.__new__(cls)
+        out._f = out._c = None
+        out._fa, out._ca = first, count
+        out._n = len(first)
+        out._len = int(count.sum())
+        out._cum = out._runs = None
+        return out
+
+    # -- the two forms --------------------------------------------------------------------
+    @property
+    def _first(self) -> tuple[int, ...]:
+        if self._f is None:
+            self._f = tuple(self._fa.tolist())
+        return self._f
+
+    @property
+    def _count(self) -> tuple[int, ...]:
+        if self._c is None:
+            self._c = tuple(self._ca.tolist())
+        return self._c
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._fa is None:
+            self._fa = np.array(self._f, dtype=np.int64)
+            self._ca = np.array(self._c, dtype=np.int64)
+        return self._fa, self._ca
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -62,7 +101,9 @@ class IndexSet(Sequence[int]):
         breaks = np.flatnonzero(np.diff(a) != 1) + 1
         starts = np.concatenate(([0], breaks))
         ends = np.concatenate((breaks, [a.size]))
-        return cls(tuple(a[starts].tolist()), tuple((ends - starts).tolist()))
+        if len(starts) <= _MANY_RUNS:
+            return cls(tuple(a[starts].tolist()), tuple((ends - starts).tolist()))
+        return cls._of_arrays(a[starts], ends - starts)
 
     @classmethod
     def of(cls, values: Iterable[int]) -> IndexSet:
@@ -109,14 +150,26 @@ class IndexSet(Sequence[int]):
             self._runs = tuple(zip(self._first, self._count))
         return self._runs
 
+    @property
+    def n_runs(self) -> int:
+        """How many maximal runs."""
+        return self._n
+
+    def run_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Read-only ``(firsts, counts)`` of the runs as ``int64`` arrays."""
+        f, c = self._arrays()
+        f.flags.writeable = False
+        c.flags.writeable = False
+        return f, c
+
     def to_array(self) -> np.ndarray:
         """The elements as a new ``int64`` array."""
-        if len(self._first) == 1:
-            return np.arange(self._first[0], self._first[0] + self._count[0], dtype=np.int64)
-        if not self._first:
+        if self._n == 1:
+            f = self._first[0]
+            return np.arange(f, f + self._len, dtype=np.int64)
+        if not self._n:
             return np.zeros(0, dtype=np.int64)
-        counts = np.asarray(self._count, dtype=np.int64)
-        firsts = np.asarray(self._first, dtype=np.int64)
+        firsts, counts = self._arrays()
         offsets = np.repeat(firsts - (np.cumsum(counts) - counts), counts)
         return np.arange(self._len, dtype=np.int64) + offsets
 
@@ -130,11 +183,7 @@ class IndexSet(Sequence[int]):
 
     def _cumulative(self) -> tuple[int, ...]:
         if self._cum is None:
-            acc, out = 0, []
-            for c in self._count:
-                out.append(acc)
-                acc += c
-            self._cum = tuple(out)
+            self._cum = tuple(accumulate(self._count, initial=0))[:-1]
         return self._cum
 
     @overload
@@ -151,8 +200,15 @@ class IndexSet(Sequence[int]):
             i += n
         if not 0 <= i < n:
             raise IndexError("IndexSet index out of range")
-        if len(self._first) == 1:
-            return self._first[0] + i
+        if self._f is None:  # the array form
+            if i == 0:
+                return int(self._fa[0])
+            if i == n - 1:
+                return int(self._fa[-1] + self._ca[-1] - 1)
+        elif self._n == 1 or i == 0:
+            return self._f[0] + i
+        elif i == n - 1:
+            return self._f[-1] + self._c[-1] - 1
         cum = self._cumulative()
         k = bisect_right(cum, i) - 1
         return self._first[k] + i - cum[k]
@@ -168,12 +224,21 @@ class IndexSet(Sequence[int]):
     def __contains__(self, x: object) -> bool:
         if not isinstance(x, (int, np.integer)):
             return False
-        k = bisect_right(self._first, int(x)) - 1
-        return k >= 0 and int(x) < self._first[k] + self._count[k]
+        x = int(x)
+        if self._f is None:
+            k = int(np.searchsorted(self._fa, x, side="right")) - 1
+            return k >= 0 and x < int(self._fa[k] + self._ca[k])
+        k = bisect_right(self._f, x) - 1
+        return k >= 0 and x < self._f[k] + self._c[k]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, IndexSet):
-            return self._first == other._first and self._count == other._count
+            if self._len != other._len or self._n != other._n:
+                return False
+            if self._f is not None and other._f is not None:
+                return self._f == other._f and self._c == other._c
+            (f1, c1), (f2, c2) = self._arrays(), other._arrays()
+            return bool(np.array_equal(f1, f2) and np.array_equal(c1, c2))
         if isinstance(other, (tuple, list, range)):
             return len(other) == self._len and all(a == b for a, b in zip(self, other))
         return NotImplemented
@@ -187,13 +252,15 @@ class IndexSet(Sequence[int]):
         return f"IndexSet({items})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (IndexSet, (self._first, self._count))
+        if self._f is None:
+            return (IndexSet._of_arrays, (self._fa, self._ca))
+        return (IndexSet, (self._f, self._c))
 
     # -- set algebra (on the runs: O(runs), whatever the number of elements) -------------------
     def union(self, other: Iterable[int]) -> IndexSet:
         """Elements of either set."""
         o = IndexSet.of(other)
-        if len(self._first) + len(o._first) > _MANY_RUNS:  # fragmented sets: in numpy
+        if self._n + o._n > _MANY_RUNS:  # fragmented sets: in numpy
             merged = np.sort(np.concatenate((self.to_array(), o.to_array())), kind="mergesort")
             if merged.size:
                 merged = merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
@@ -212,10 +279,18 @@ class IndexSet(Sequence[int]):
     def difference(self, other: Iterable[int]) -> IndexSet:
         """Elements of this set that are not in `other`."""
         o = IndexSet.of(other)
-        if not o._first or not self._first:
+        if not o._n or not self._n:
             return self
-        if len(self._first) + len(o._first) > _MANY_RUNS:  # fragmented sets: in numpy
+        if self._n + o._n > _MANY_RUNS:  # fragmented sets: in numpy
+            if self == o:
+                return EMPTY
             a, b = self.to_array(), o.to_array()
+            lo, hi = int(a[0]), int(a[-1])
+            if hi - lo < 8 * (a.size + b.size):  # a mask over the span of this set
+                b = b[(b >= lo) & (b <= hi)]
+                hit = np.zeros(hi - lo + 1, dtype=bool)
+                hit[b - lo] = True
+                return IndexSet.from_sorted(a[~hit[a - lo]])
             pos = np.minimum(np.searchsorted(b, a), b.size - 1)
             return IndexSet.from_sorted(a[b[pos] != a])
         out: list[tuple[int, int]] = []

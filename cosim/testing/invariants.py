@@ -3,7 +3,9 @@
 `check_allocations` reads a run's allocation log (AC10 of the malleability spec): no PE has
 two users at any instant (so no host holds more PEs than it has cores), a running job holds
 between its minimum and maximum PEs, and the PE-time of each job's rows equals the
-`pe_ticks` of its outcome; its rows span exactly its start to its end.
+`pe_ticks` of its outcome; its rows span exactly its start to its end. `check_state_caches`
+recomputes from scratch what a `cosim.bls.state.ClusterState` keeps incrementally (hosts with
+guests, sole hosts and fewest PEs per host of explicit-form jobs) and compares.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_allocations"]
+__all__ = ["check_allocations", "check_state_caches"]
 
 
 def check_allocations(res: Any, *, n_pes: int, cores: int) -> None:
@@ -44,3 +46,27 @@ def check_allocations(res: Any, *, n_pes: int, cores: int) -> None:
             live = rows[(rows["start"] <= a) & (rows["end"] >= b)]
             held = int((live["hosts"].astype(np.int64) * live["pes"]).sum())
             assert o.job.min_pes <= held <= max(o.job.max_pes, o.job.pes)
+
+
+def check_state_caches(state: Any, running_ends: Any = None) -> None:
+    """The incremental views of a `ClusterState` equal their definitions recomputed from the
+    PE arrays: guest hosts (guest-role PEs in use, or promised PEs), and for every running job
+    in explicit form its sole hosts (in `running_ends`, default ``state.running_ends()``) and
+    fewest PEs on a host."""
+    from cosim.bls.alloclog import GUEST
+
+    users, promised, role, owner = state.pe_user, state._promised, state._role, state._owner
+    guest = ((role == GUEST) & (users >= 0)).any(axis=1) | (promised >= 0).any(axis=1)
+    assert np.array_equal(state.guest_mask(), guest), "guest hosts"
+    if running_ends is None:
+        running_ends = state.running_ends()
+    ends = {j: n for _, j, n, _ in running_ends}
+    for jid, run in state._runs.items():
+        if run.pes is None:
+            continue
+        rows = users[run.idx]
+        own = rows == jid
+        mine = own | (rows < 0) | (owner[run.idx] == jid)
+        sole = int(np.count_nonzero(mine.all(axis=1) & own.any(axis=1)))
+        assert ends[jid] == sole, f"sole hosts of job {jid}"
+        assert state.min_host_pes(jid) == int(own.sum(axis=1).min()), f"PEs of job {jid}"

@@ -118,7 +118,8 @@ def dyn_avg_sd(running) -> float:
 class _Cand:
     jid: int
     alloc: object
-    hosts: np.ndarray
+    hosts: np.ndarray  # ascending
+    counts: np.ndarray  # its PEs on each of them
     end: int  # estimated end (as the profile sees it)
     w: int = 0  # weight: hosts (core granularity) or whole hosts it can give
     a: int = 0  # wait + current walltime: the penalty is (a + guest walltime) / o
@@ -146,21 +147,9 @@ def decide(view: DynamicView, params: Params) -> Plan:
             continue
         alive = tuple((m, lost) for m, lost in info.mates if m in running)
         if len(alive) < len(info.mates) and params.expand_guest:
-            c = cluster.n_cores
-            hosts = np.array(sorted({int(h) for m, lost in info.mates if m not in running
-                                     for h in np.unique(lost.to_array() // c)}),
-                             dtype=np.int64)
-            users, promised = cluster.pe_rows(hosts)
-            free = (users < 0) & (promised < 0)
-            have = (users == g).sum(axis=1)
-            need = dict(info.need)
-            add: list[int] = []
-            for i, h in enumerate(hosts.tolist()):
-                want = need.get(h, 0) - int(have[i])
-                if want > 0:
-                    add += (h * c + np.flatnonzero(free[i])[:want]).tolist()
-            if add:
-                resizes.append(Expand(job_id=g, pes=IndexSet.of(add)))
+            pes = _regain(cluster, g, info, running)
+            if len(pes):
+                resizes.append(Expand(job_id=g, pes=pes))
         guests[g] = Sharing(mates=alive, need=info.need) if alive else info
         if not alive:
             del guests[g]
@@ -179,7 +168,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
             gain[r.job_id] = gain.get(r.job_id, 0) + int(np.count_nonzero(mask[hosts]))
         free -= sum(gain.values())
         ends = [(e, j, n + gain.get(j, 0), s) for e, j, n, s in ends]
-    busy_hosts = set(cluster.guest_hosts().tolist())
+    busy = cluster.guest_mask()
     # mates getting PEs back in this pass are candidates again only at the next pass (the
     # scheduler runs one at the same instant once the expands are applied)
     in_sharing = set(guests) | {m for s in guests.values() for m, _ in s.mates} | {
@@ -187,7 +176,8 @@ def decide(view: DynamicView, params: Params) -> Plan:
     gran = params.granularity
     if gran == "auto":
         gran = "core" if cluster.n_cores > 1 else "host"
-    cands = _candidates(cluster, now, params, in_sharing, busy_hosts, gran)
+    cands = _candidates(cluster, now, params, in_sharing, busy, gran)
+    weights = {c.w for c in cands}
     cutoff = (params.max_slowdown if params.cutoff == "fixed" else
               dyn_avg_sd(running) if params.cutoff == "dynamic" else math.inf)
     while True:
@@ -201,7 +191,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
                 continue
             if not job.resizable or not cands:
                 continue
-            chosen = _malleable(job, cands, cluster, now, params, cutoff, gran, pv, ep)
+            chosen = _malleable(job, cands, weights, cluster, now, params, cutoff, gran, pv, ep)
             if chosen is not None:
                 break
         # commit the static starts before the malleable one (all of them if there was none)
@@ -220,10 +210,12 @@ def decide(view: DynamicView, params: Params) -> Plan:
         guests[start.job.id] = sharing
         for m in mates:  # mates' estimated ends moved: the profile sees them later
             cands = [c for c in cands if c.jid != m.jid]
-            busy_hosts.update(m.hosts.tolist())
+            busy[m.hosts] = True
             new_end = m.end + start.job.walltime
             ends = [(new_end if j == m.jid else e, j, n, s) for e, j, n, s in ends]
         ends.sort()
+        cands = [c for c in cands if not busy[c.hosts].any()]  # the guest's free PEs too
+        weights = {c.w for c in cands}
         queue = [j for j in queue if j.id != start.job.id]
         if not queue:
             break
@@ -231,12 +223,14 @@ def decide(view: DynamicView, params: Params) -> Plan:
                 reservations=ep.reservations if chosen is None else {})
 
 
-def _candidates(cluster, now: int, params: Params, in_sharing: set[int],
-                busy_hosts: set[int], gran: str) -> list[_Cand]:
+def _candidates(cluster, now: int, params: Params, in_sharing: set[int], busy: np.ndarray,
+                gran: str) -> list[_Cand]:
     """Running jobs that may become mates this pass (module docstring, step 2, without the
-    cut-off, which depends on the guest)."""
+    cut-off, which depends on the guest); `busy`: the hosts with a guest."""
     out = []
     c = cluster.n_cores
+    any_busy = bool(busy.any())
+    give = int(params.sharing_factor * c)
     for jid in sorted(cluster.running):
         a = cluster.running[jid]
         job = a.job
@@ -245,17 +239,37 @@ def _candidates(cluster, now: int, params: Params, in_sharing: set[int],
         if overran(a.estimated_end, a.start, now) or a.start >= now:
             continue
         if c > 1:
-            if min(int(params.sharing_factor * c), cluster.min_host_pes(jid) - 1) < 1:
+            if min(give, cluster.min_host_pes(jid) - 1) < 1:
                 continue  # some host cannot give a PE
         elif int(params.sharing_factor * len(a.hosts)) < 1:
             continue
-        hosts = a.hosts.to_array()
-        if busy_hosts and not busy_hosts.isdisjoint(hosts.tolist()):
+        hosts, counts = cluster.host_counts(jid)
+        if any_busy and busy[hosts].any():
             continue
         w = len(hosts) if gran == "core" else int(params.sharing_factor * len(hosts))
-        out.append(_Cand(jid=jid, alloc=a, hosts=hosts, end=expected_end(a.estimated_end, now),
-                         w=w, a=a.estimated_end - job.submit, o=max(job.walltime, 1)))
+        out.append(_Cand(jid=jid, alloc=a, hosts=hosts, counts=counts,
+                         end=expected_end(a.estimated_end, now), w=w,
+                         a=a.estimated_end - job.submit, o=max(job.walltime, 1)))
     return out
+
+
+def _regain(cluster, g: int, info: Sharing, running) -> IndexSet:
+    """Guest `g`'s PEs to expand onto when some of its mates ended: on the hosts those mates
+    shared with it, the free PEs (lowest cores first) up to its need per host."""
+    c = cluster.n_cores
+    gone = [lost.to_array() for m, lost in info.mates if m not in running]
+    hosts = np.unique(np.concatenate(gone) // c) if gone else np.zeros(0, dtype=np.int64)
+    if not len(hosts):
+        return EMPTY
+    need_h, need_n = (np.asarray(x, dtype=np.int64) for x in zip(*info.need))
+    pos = np.minimum(np.searchsorted(need_h, hosts), len(need_h) - 1)
+    need = np.where(need_h[pos] == hosts, need_n[pos], 0)
+    users, promised = cluster.pe_rows(hosts)
+    free = (users < 0) & (promised < 0)
+    want = need - (users == g).sum(axis=1)
+    pick = free & (np.cumsum(free, axis=1) <= want[:, None])
+    row, col = np.nonzero(pick)  # row-major over ascending hosts: sorted PEs
+    return IndexSet.from_sorted(hosts[row] * c + col)
 
 
 def _static_end(job: Job, pv: PassView, ep: Plan) -> int:
@@ -273,12 +287,16 @@ def _static_end(job: Job, pv: PassView, ep: Plan) -> int:
     return prof.earliest_fit(job.hosts, job.walltime, now) + job.walltime
 
 
-def _malleable(job: Job, cands: list[_Cand], cluster, now: int, params: Params, cutoff: float,
-               gran: str, pv: PassView, ep: Plan):
+def _malleable(job: Job, cands: list[_Cand], weights: set[int], cluster, now: int,
+               params: Params, cutoff: float, gran: str, pv: PassView, ep: Plan):
     """The malleable trial of `job` (module docstring, steps 1-4): ``(Start, shrinks,
-    Sharing, mates)`` or None."""
+    Sharing, mates)`` or None. `weights`: the candidates' weights.
+
+    The combinations of the right weight are ranked by the objective first; each is then
+    checked in that order on PE counts per host (`_shares`, O(its hosts) numpy), and only the
+    first that passes every rule is laid out on PEs: the same choice as checking all of them
+    and keeping the best."""
     big_w = job.hosts
-    weights = {c.w for c in cands}
     if params.max_mates == 1:
         usable = {big_w} & weights
     elif params.max_mates == 2:  # a weight is useful alone or with a partner
@@ -299,47 +317,97 @@ def _malleable(job: Job, cands: list[_Cand], cluster, now: int, params: Params, 
     if not scored:
         return None
     scored.sort(key=lambda x: (x[0], x[1]))
-    static_end = None  # computed for the first combination of the right weight
-    best = None
+    nodes = params.weighting == "nodes"
+    ranked = []
     for k in range(1, params.max_mates + 1):
-        for combo in combinations(range(len(scored)), k):
-            if sum(scored[i][2] for i in combo) != big_w:
+        for combo in combinations(scored, k):
+            if sum(x[2] for x in combo) != big_w:
                 continue
-            mates = [scored[i][3] for i in combo]
-            if params.compare_static:  # a guest is never faster than its walltime: a cheap
-                if static_end is None:  # bound before laying it out
-                    static_end = _static_end(job, pv, ep)
-                if now + job.walltime >= static_end:
-                    return None
-            layout = _layout(job, mates, cluster, params.sharing_factor, gran)
-            if layout is None:
-                continue
-            pes, stolen, owners, need, gw = layout
-            if any(now + gw > m.end + job.walltime for m in mates):
-                continue  # the guest must end inside its mates' allocations
-            if params.compare_static:
-                if static_end is None:
-                    static_end = _static_end(job, pv, ep)
-                if now + gw >= static_end:
-                    continue  # waiting for a static start ends earlier (or as early)
-            if params.protect_reservation and not _keeps_head(pv, ep, mates, job):
-                continue
-            obj = sum(scored[i][0] * (scored[i][2] if params.weighting == "nodes" else 1)
-                      for i in combo)
-            key = (obj, tuple(sorted(m.jid for m in mates)))
-            if best is None or key < best[0]:
-                best = (key, mates, pes, stolen, owners, need, gw)
-    if best is None:
+            obj = sum(x[0] * (x[2] if nodes else 1) for x in combo)
+            ranked.append(((obj, tuple(sorted(x[1] for x in combo))), combo))
+    if not ranked:
         return None
-    _, mates, pes, stolen, owners, need, gw = best
-    # a mate whose idle cores are enough gives nothing: no shrink, no longer walltime
-    shrinks = [Shrink(job_id=m.jid, pes=stolen[m.jid], for_job=job.id,
-                      limit=m.alloc.estimated_end + job.walltime) for m in mates
-               if len(stolen[m.jid])]
-    start = Start(job=job, pes=pes, walltime=gw,
-                  owners=tuple((m.jid, owners[m.jid]) for m in mates))
-    sharing = Sharing(mates=tuple((m.jid, stolen[m.jid]) for m in mates), need=need)
-    return start, shrinks, sharing, mates
+    static_end = None
+    if params.compare_static:  # a guest is never faster than its walltime: a cheap bound
+        static_end = _static_end(job, pv, ep)
+        if now + job.walltime >= static_end:
+            return None
+    ranked.sort(key=lambda r: r[0])
+    for _, combo in ranked:
+        mates = [x[3] for x in combo]
+        gw = _shares(job, mates, cluster, params.sharing_factor, gran)
+        if gw is None:
+            continue
+        if any(now + gw > m.end + job.walltime for m in mates):
+            continue  # the guest must end inside its mates' allocations
+        if static_end is not None and now + gw >= static_end:
+            continue  # waiting for a static start ends earlier (or as early)
+        if params.protect_reservation and not _keeps_head(pv, ep, mates, job):
+            continue
+        layout = _layout(job, mates, cluster, params.sharing_factor, gran)
+        if layout is None or layout[4] != gw:
+            raise RuntimeError(f"SD-Policy: job {job.id}'s shares counted per host and laid "
+                               "out on PEs disagree (a bug)")
+        pes, stolen, owners, need, gw = layout
+        # a mate whose idle cores are enough gives nothing: no shrink, no longer walltime
+        shrinks = [Shrink(job_id=m.jid, pes=stolen[m.jid], for_job=job.id,
+                          limit=m.alloc.estimated_end + job.walltime) for m in mates
+                   if len(stolen[m.jid])]
+        start = Start(job=job, pes=pes, walltime=gw,
+                      owners=tuple((m.jid, owners[m.jid]) for m in mates))
+        sharing = Sharing(mates=tuple((m.jid, stolen[m.jid]) for m in mates), need=need)
+        return start, shrinks, sharing, mates
+    return None
+
+
+def _shares(job: Job, mates: list[_Cand], cluster, sf: float, gran: str) -> int | None:
+    """What `_layout` decides, on PE counts per host only: the guest's stretched walltime, or
+    None when a host cannot take its share or a minimum would be broken."""
+    c = cluster.n_cores
+    if gran == "core":
+        parts = [(m.hosts, m.counts) for m in mates]
+    else:  # whole hosts: the highest of each mate's, never its master's
+        parts = []
+        for m in mates:
+            keep = m.hosts != m.alloc.master // c
+            k = int(sf * len(m.hosts))
+            hs, cs = m.hosts[keep], m.counts[keep]
+            parts.append((hs[len(hs) - k:], cs[len(cs) - k:]) if k else (hs[:0], cs[:0]))
+    if sum(len(h) for h, _ in parts) != job.hosts:
+        return None
+    need = np.asarray(spread_pes(job.pes, job.hosts), dtype=np.int64)
+    if need.max() > c:
+        return None
+    if len(parts) == 1:
+        hosts, mine = parts[0]
+        which = np.zeros(len(hosts), dtype=np.int64)
+    else:
+        hosts = np.concatenate([h for h, _ in parts])
+        order = np.argsort(hosts, kind="stable")
+        hosts = hosts[order]
+        mine = np.concatenate([m for _, m in parts])[order]
+        which = np.repeat(np.arange(len(parts)), [len(h) for h, _ in parts])[order]
+    free = c - cluster.used_pes[hosts]
+    if gran == "core":
+        theirs = mine.copy()
+        for i, m in enumerate(mates):  # never the master's PE
+            theirs[(hosts == m.alloc.master // c) & (which == i)] -= 1
+        take_free = np.minimum(free, need)
+        steal = np.clip(need - take_free, 0, np.minimum(int(sf * c), mine - 1))
+        stolen = np.minimum(steal, theirs)
+        got = take_free + stolen
+    else:  # the host moves to the guest: every PE of the mate there
+        take_free = np.minimum(free, np.maximum(0, need - mine))
+        got = take_free + np.minimum(mine, need - take_free)
+        stolen = mine
+    if not got.all() or int(got.sum()) < job.min_pes:
+        return None
+    lost = np.bincount(which, weights=stolen, minlength=len(mates))
+    if any(m.alloc.pes - int(lost[i]) < m.alloc.job.min_pes for i, m in enumerate(mates)):
+        return None  # a mate shrunk below its own minimum
+    ref = len(need) * int(need.min())
+    cur = len(got) * int(got.min())
+    return -(-job.walltime * ref // cur)
 
 
 def _pick_highest(mask: np.ndarray, n: np.ndarray) -> np.ndarray:
