@@ -70,7 +70,9 @@ class AllocLog:
         cols = self._cols
         for name in _FIELDS:
             v = columns[name]
-            cols[name].extend(v.tolist() if isinstance(v, np.ndarray) else [int(v)] * n)
+            v = v.astype(np.int64, copy=False) if isinstance(v, np.ndarray) else \
+                np.full(n, int(v), dtype=np.int64)
+            cols[name].frombytes(v.tobytes())
 
     def table(self) -> np.ndarray:
         """Every row as an `ALLOC_DTYPE` array sorted by ``(host, start, job, core)``."""

@@ -126,7 +126,7 @@ class _Run:
     sorted."""
 
     __slots__ = ("alloc", "idx", "pes", "releasing", "releasing_for", "ever", "pe_ticks",
-                 "shrinks", "expands", "pes_start", "guest")
+                 "shrinks", "expands", "pes_start", "guest", "_counts")
 
     def __init__(self, alloc: Allocation, idx: np.ndarray, pes: IndexSet | None) -> None:
         self.alloc = alloc
@@ -140,14 +140,18 @@ class _Run:
         self.expands = 0
         self.pes_start = alloc.pes
         self.guest = False
+        self._counts: np.ndarray | None = None
 
     @property
     def counts(self) -> np.ndarray:
-        """PEs per host of a whole-host job (the spread rule)."""
-        base, extra = divmod(self.alloc.pes, len(self.idx))
-        counts = np.full(len(self.idx), base, dtype=np.int64)
-        counts[:extra] += 1
-        return counts
+        """PEs per host of a whole-host job (the spread rule; read-only)."""
+        if self._counts is None:
+            base, extra = divmod(self.alloc.pes, len(self.idx))
+            counts = np.full(len(self.idx), base, dtype=np.int64)
+            counts[:extra] += 1
+            counts.flags.writeable = False
+            self._counts = counts
+        return self._counts
 
 
 class ClusterState:
@@ -287,7 +291,7 @@ class ClusterState:
         idx = run.idx
         hit = self._shape.get(job_id)
         if hit is not None and hit[1] is idx and (
-                not len(idx) or int(self._host_stamp[idx].max()) <= hit[0]):
+                hit[0] == self._stamp or int(self._host_stamp[idx].max()) <= hit[0]):
             return hit
         rows = self.pe_user[idx]
         own = rows == job_id

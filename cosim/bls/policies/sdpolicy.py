@@ -43,7 +43,14 @@ which favours priority order). The trial:
 
 ``protect_reservation`` (default off, as the fork) refuses a choice that delays the EASY head's
 reservation. The policy's memory (which guests have which mates and what each lost) is its
-memo; everything else is read from the view, so every pass is a function of the state.
+memo; everything else is read from the view, so every pass is a function of the state (the
+memo also caches what a candidate's allocation alone decides, keyed by the allocation).
+
+Speed (200,000 jobs on 5,040 hosts is the target): a pass is O(running jobs + queued jobs)
+Python work; `_reach` bounds, per guest width, the walltime any 1-2 candidates can take under
+the cut-off, so most queued jobs are never tried; a trial ranks the combinations by their
+objective and checks them in that order on PE counts per host (`_shares`), laying out PEs
+only for the one chosen (`_layout`; the two are checked against each other).
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ from cosim.bls.policies.base import (
     DynamicPolicy, DynamicView, Expand, PassView, Plan, Shrink, Start, expected_end, overran,
 )
 from cosim.bls.profile import Profile
-from cosim.core.indexset import EMPTY, IndexSet
+from cosim.core.indexset import EMPTY, IndexSet, sorted_counts
 from cosim.platform.allocation import spread_pes
 from cosim.workload.jobs import Job
 
@@ -114,6 +121,15 @@ def dyn_avg_sd(running) -> float:
     return sum(vals) / len(vals) if vals else math.inf
 
 
+@dataclass(frozen=True, slots=True)
+class _Memory:
+    """The policy's memory between passes: the guests' `Sharing`, and a cache of candidate
+    shapes (`_candidates`)."""
+
+    guests: dict[int, Sharing]
+    shapes: dict[int, tuple]
+
+
 @dataclass(slots=True)
 class _Cand:
     jid: int
@@ -130,7 +146,8 @@ def decide(view: DynamicView, params: Params) -> Plan:
     """One SD-Policy pass (module docstring)."""
     cluster, now = view.cluster, view.now
     running = cluster.running
-    guests: dict[int, Sharing] = dict(view.memo or {})
+    memory = view.memo if view.memo is not None else _Memory(guests={}, shapes={})
+    guests: dict[int, Sharing] = dict(memory.guests)
     resizes: list[Shrink | Expand] = []
     starts: list[Job | Start] = []
 
@@ -157,14 +174,14 @@ def decide(view: DynamicView, params: Params) -> Plan:
     # -- the walk: static trial, then malleable trial, job by job --------------------------
     queue = list(view.queue)
     if not queue:
-        return Plan(resizes=tuple(resizes), memo=guests)
+        return Plan(resizes=tuple(resizes), memo=_Memory(guests=guests, shapes=memory.shapes))
     ends = sorted(cluster.running_ends())
     free = cluster.free_hosts
     if resizes:  # free hosts that expands of this pass take: their job frees them at its end
         mask = cluster.free_mask()
         gain: dict[int, int] = {}
         for r in resizes:
-            hosts = np.unique(r.pes.to_array() // cluster.n_cores)
+            hosts = sorted_counts(r.pes.to_array() // cluster.n_cores)[0]
             gain[r.job_id] = gain.get(r.job_id, 0) + int(np.count_nonzero(mask[hosts]))
         free -= sum(gain.values())
         ends = [(e, j, n + gain.get(j, 0), s) for e, j, n, s in ends]
@@ -176,26 +193,32 @@ def decide(view: DynamicView, params: Params) -> Plan:
     gran = params.granularity
     if gran == "auto":
         gran = "core" if cluster.n_cores > 1 else "host"
-    cands = _candidates(cluster, now, params, in_sharing, busy, gran)
-    weights = {c.w for c in cands}
+    cands = _candidates(cluster, now, params, in_sharing, busy, gran, memory.shapes)
     cutoff = (params.max_slowdown if params.cutoff == "fixed" else
               dyn_avg_sd(running) if params.cutoff == "dynamic" else math.inf)
+    weights = {c.w for c in cands}
+    reach = _reach(cands, cutoff, params.max_mates)
     while True:
         pv = PassView(now=now, n_hosts=cluster.n_hosts, free=free, queue=tuple(queue),
                       running=tuple(ends))
         ep = easy.plan(pv)
         static = {j.id for j in ep.starts}
         chosen = None
-        for i, job in enumerate(queue):
-            if job.id in static:
-                continue
-            if not job.resizable or not cands:
-                continue
-            chosen = _malleable(job, cands, weights, cluster, now, params, cutoff, gran, pv, ep)
-            if chosen is not None:
-                break
+        stop = len(queue)
+        if cands:  # the jobs that may pass a trial (`_reach`): the others would fail it
+            at = reach.get if reach is not None else None
+            tried = range(len(queue)) if at is None else [
+                i for i, job in enumerate(queue) if job.walltime <= at(job.hosts, -math.inf)]
+            for i in tried:
+                job = queue[i]
+                if job.id in static or not job.resizable:
+                    continue
+                chosen = _malleable(job, cands, weights, cluster, now, params, cutoff, gran,
+                                    pv, ep)
+                if chosen is not None:
+                    stop = i
+                    break
         # commit the static starts before the malleable one (all of them if there was none)
-        stop = len(queue) if chosen is None else i
         for job in queue[:stop]:
             if job.id in static:
                 starts.append(job)
@@ -216,41 +239,84 @@ def decide(view: DynamicView, params: Params) -> Plan:
         ends.sort()
         cands = [c for c in cands if not busy[c.hosts].any()]  # the guest's free PEs too
         weights = {c.w for c in cands}
+        reach = _reach(cands, cutoff, params.max_mates)
         queue = [j for j in queue if j.id != start.job.id]
         if not queue:
             break
-    return Plan(starts=tuple(starts), resizes=tuple(resizes), memo=guests,
+    return Plan(starts=tuple(starts), resizes=tuple(resizes),
+                memo=_Memory(guests=guests, shapes=memory.shapes),
                 reservations=ep.reservations if chosen is None else {})
 
 
 def _candidates(cluster, now: int, params: Params, in_sharing: set[int], busy: np.ndarray,
-                gran: str) -> list[_Cand]:
+                gran: str, shapes: dict) -> list[_Cand]:
     """Running jobs that may become mates this pass (module docstring, step 2, without the
-    cut-off, which depends on the guest); `busy`: the hosts with a guest."""
+    cut-off, which depends on the guest); `busy`: the hosts with a guest. `shapes` caches,
+    per job, what depends only on its allocation (a new `Allocation` object whenever its PEs
+    or estimated end change): its hosts, PEs per host, weight, and whether every host can
+    give a PE."""
     out = []
     c = cluster.n_cores
     any_busy = bool(busy.any())
     give = int(params.sharing_factor * c)
-    for jid in sorted(cluster.running):
-        a = cluster.running[jid]
+    running = cluster.running
+    if len(shapes) > 2 * len(running) + 64:  # forget the jobs that ended
+        for jid in [j for j in shapes if j not in running]:
+            del shapes[jid]
+    for jid in sorted(running):
+        a = running[jid]
         job = a.job
         if not job.resizable or jid in in_sharing or not cluster.resizable(jid):
             continue
         if overran(a.estimated_end, a.start, now) or a.start >= now:
             continue
-        if c > 1:
-            if min(give, cluster.min_host_pes(jid) - 1) < 1:
-                continue  # some host cannot give a PE
-        elif int(params.sharing_factor * len(a.hosts)) < 1:
-            continue
-        hosts, counts = cluster.host_counts(jid)
+        hit = shapes.get(jid)
+        if hit is None or hit[0] is not a:
+            if c > 1:
+                can = min(give, cluster.min_host_pes(jid) - 1) >= 1
+            else:
+                can = int(params.sharing_factor * len(a.hosts)) >= 1
+            hosts, counts = cluster.host_counts(jid)
+            w = len(hosts) if gran == "core" else int(params.sharing_factor * len(hosts))
+            hit = shapes[jid] = (a, can, hosts, counts, w)
+        _, can, hosts, counts, w = hit
+        if not can:
+            continue  # some host cannot give a PE
         if any_busy and busy[hosts].any():
             continue
-        w = len(hosts) if gran == "core" else int(params.sharing_factor * len(hosts))
         out.append(_Cand(jid=jid, alloc=a, hosts=hosts, counts=counts,
                          end=expected_end(a.estimated_end, now), w=w,
                          a=a.estimated_end - job.submit, o=max(job.walltime, 1)))
     return out
+
+
+def _reach(cands: list[_Cand], cutoff: float, max_mates: int) -> dict[int, float] | None:
+    """For each guest width (hosts) that 1 or 2 candidates' weights sum to, the longest guest
+    walltime for which they all stay under the cut-off (``p = (a + g) / o <= cutoff`` iff
+    ``g <= cutoff o - a``; a tick and 1e-9 of slack against rounding: a bound, the trial
+    decides): a job wider than no sum, or longer than its bound, fails its trial. None when
+    more than 2 mates are allowed (no bound then)."""
+    if max_mates > 2:
+        return None
+    top: dict[int, list[float]] = {}  # weight -> the two largest walltime bounds
+    for c in cands:
+        g = cutoff * c.o - c.a
+        if g != math.inf:
+            g += max(1.0, abs(g) * 1e-9)
+        best = top.setdefault(c.w, [-math.inf, -math.inf])
+        if g > best[0]:
+            best[0], best[1] = g, best[0]
+        elif g > best[1]:
+            best[1] = g
+    reach = {w: b[0] for w, b in top.items()}
+    if max_mates == 2:
+        ws = sorted(top)
+        for i, w1 in enumerate(ws):
+            for w2 in ws[i:]:
+                g = top[w1][1] if w1 == w2 else min(top[w1][0], top[w2][0])
+                if g > reach.get(w1 + w2, -math.inf):
+                    reach[w1 + w2] = g
+    return reach
 
 
 def _regain(cluster, g: int, info: Sharing, running) -> IndexSet:
