@@ -290,9 +290,12 @@ class ClusterState:
         check, O(its PEs) to recompute)."""
         idx = run.idx
         hit = self._shape.get(job_id)
-        if hit is not None and hit[1] is idx and (
-                hit[0] == self._stamp or int(self._host_stamp[idx].max()) <= hit[0]):
-            return hit
+        if hit is not None and hit[1] is idx:
+            if hit[0] == self._stamp:
+                return hit
+            if int(self._host_stamp[idx].max()) <= hit[0]:  # still right: as of now
+                hit = self._shape[job_id] = (self._stamp, *hit[1:])
+                return hit
         rows = self.pe_user[idx]
         own = rows == job_id
         mine = own | (rows < 0) | (self._owner[idx] == job_id)
@@ -489,9 +492,9 @@ class ClusterState:
                 used[h0 + 1:h1] += sign * k
             used[h1] += sign * ((f + c - 1) % k + 1)
 
-    def _hosts_changed(self, hosts: IndexSet) -> None:
-        """Refresh the free mask, the free host count and `user` of `hosts` after `used_pes`
-        and `pe_user` changed there."""
+    def _hosts_changed(self, hosts: IndexSet, users: bool = True) -> None:
+        """Refresh the free mask, the free host count and (if `users`: `pe_user` changed, not
+        only promises) `user` of `hosts` after `used_pes` changed there."""
         free, used, user = self._free_ro, self.used_pes, self.user
         ix = _index(hosts)
         self._stamp += 1
@@ -500,6 +503,8 @@ class ClusterState:
         now_free = used[ix] == 0
         free[ix] = now_free
         self.free_hosts += int(np.count_nonzero(now_free)) - before
+        if not users:
+            return
         rows = self.pe_user[ix]
         first = rows.max(axis=1)
         shared = (np.where(rows >= 0, rows, first[:, None]) != first[:, None]).any(axis=1)
@@ -567,7 +572,7 @@ class ClusterState:
         self._count(pes, 1)
         self._count(pes, 1, self._promised_n)
         self.free_pes -= len(pes)
-        self._hosts_changed(self._hosts_of(pes))
+        self._hosts_changed(self._hosts_of(pes), users=False)
         held = self.promised_pes.get(job_id)
         self.promised_pes[job_id] = pes if held is None else held.union(pes)
 
@@ -579,7 +584,7 @@ class ClusterState:
         self._count(pes, -1)
         self._count(pes, -1, self._promised_n)
         self.free_pes += len(pes)
-        self._hosts_changed(self._hosts_of(pes))
+        self._hosts_changed(self._hosts_of(pes), users=False)
         left = self.promised_pes.pop(job_id).difference(pes)
         if len(left):
             self.promised_pes[job_id] = left

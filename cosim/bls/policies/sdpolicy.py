@@ -68,7 +68,6 @@ from cosim.bls.policies.base import (
 )
 from cosim.bls.profile import Profile
 from cosim.core.indexset import EMPTY, IndexSet, sorted_counts
-from cosim.platform.allocation import spread_pes
 from cosim.workload.jobs import Job
 
 __all__ = ["POLICY", "Params", "Sharing", "decide", "penalty", "dyn_avg_sd"]
@@ -102,7 +101,7 @@ class Sharing:
     """A guest's mates and, for each, the PEs it lost; the guest's PEs needed per host."""
 
     mates: tuple[tuple[int, IndexSet], ...]
-    need: tuple[tuple[int, int], ...]
+    need: tuple[np.ndarray, np.ndarray]  # (shared hosts ascending, the guest's PEs on each)
 
 
 def penalty(alloc, guest_walltime: int) -> float:
@@ -327,7 +326,7 @@ def _regain(cluster, g: int, info: Sharing, running) -> IndexSet:
     hosts = np.unique(np.concatenate(gone) // c) if gone else np.zeros(0, dtype=np.int64)
     if not len(hosts):
         return EMPTY
-    need_h, need_n = (np.asarray(x, dtype=np.int64) for x in zip(*info.need))
+    need_h, need_n = info.need
     pos = np.minimum(np.searchsorted(need_h, hosts), len(need_h) - 1)
     need = np.where(need_h[pos] == hosts, need_n[pos], 0)
     users, promised = cluster.pe_rows(hosts)
@@ -441,8 +440,8 @@ def _shares(job: Job, mates: list[_Cand], cluster, sf: float, gran: str) -> int 
             parts.append((hs[len(hs) - k:], cs[len(cs) - k:]) if k else (hs[:0], cs[:0]))
     if sum(len(h) for h, _ in parts) != job.hosts:
         return None
-    need = np.asarray(spread_pes(job.pes, job.hosts), dtype=np.int64)
-    if need.max() > c:
+    need = _spread(job.pes, job.hosts)
+    if need[0] > c:
         return None
     if len(parts) == 1:
         hosts, mine = parts[0]
@@ -459,7 +458,7 @@ def _shares(job: Job, mates: list[_Cand], cluster, sf: float, gran: str) -> int 
         for i, m in enumerate(mates):  # never the master's PE
             theirs[(hosts == m.alloc.master // c) & (which == i)] -= 1
         take_free = np.minimum(free, need)
-        steal = np.clip(need - take_free, 0, np.minimum(int(sf * c), mine - 1))
+        steal = np.maximum(np.minimum(need - take_free, np.minimum(int(sf * c), mine - 1)), 0)
         stolen = np.minimum(steal, theirs)
         got = take_free + stolen
     else:  # the host moves to the guest: every PE of the mate there
@@ -474,6 +473,14 @@ def _shares(job: Job, mates: list[_Cand], cluster, sf: float, gran: str) -> int 
     ref = len(need) * int(need.min())
     cur = len(got) * int(got.min())
     return -(-job.walltime * ref // cur)
+
+
+def _spread(pes: int, hosts: int) -> np.ndarray:
+    """`cosim.platform.allocation.spread_pes` as an array (PEs per host, larger first)."""
+    base, extra = divmod(pes, hosts)
+    need = np.full(hosts, base, dtype=np.int64)
+    need[:extra] += 1
+    return need
 
 
 def _pick_highest(mask: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -501,8 +508,8 @@ def _layout(job: Job, mates: list[_Cand], cluster, sf: float, gran: str):
         return None
     order = np.argsort(hosts, kind="stable")
     hosts, which = hosts[order], which[order]
-    need = np.asarray(spread_pes(job.pes, job.hosts), dtype=np.int64)
-    if need.max() > c:
+    need = _spread(job.pes, job.hosts)
+    if need[0] > c:
         return None
     mate_ids = np.array([m.jid for m in mates], dtype=np.int64)[which]
     users, promised = cluster.pe_rows(hosts)
@@ -541,7 +548,8 @@ def _layout(job: Job, mates: list[_Cand], cluster, sf: float, gran: str):
     ref = len(need) * int(need.min())
     cur = len(got) * int(got.min())
     gw = -(-job.walltime * ref // cur)
-    return (pes, stolen, owners, tuple(zip(hosts.tolist(), need.tolist())), gw)
+    hosts.flags.writeable = need.flags.writeable = False
+    return (pes, stolen, owners, (hosts, need), gw)
 
 
 def _keeps_head(pv: PassView, ep: Plan, mates: list[_Cand], job: Job) -> bool:
