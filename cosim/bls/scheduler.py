@@ -60,6 +60,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from cosim.bls import policies
 from cosim.bls.policies.base import (
     DynamicView, Exclude, Expand, PassView, Plan, Shrink, Start,
@@ -198,6 +200,7 @@ class BatchScheduler:
         self._min_cores = min(cores)
         self._qkeys: list[tuple[Any, ...]] = []  # sorted queue keys ...
         self._qjobs: list[Job] = []  # ... and the jobs, in the same order
+        self._qsize: list[tuple[int, int]] = []  # ... and their (hosts, walltime)
         self._keys: dict[int, tuple[Any, ...]] = {}  # queued job id -> its key
         self._memo: Any = None
         self._wake: int | None = None  # a pass the backfill policy asked for
@@ -264,6 +267,7 @@ class BatchScheduler:
             self._keys[job.id] = key
             self._qkeys.insert(i, key)
             self._qjobs.insert(i, job)
+            self._qsize.insert(i, (job.hosts, job.walltime))
             self._dirty = True
 
     # -- facts and own events -------------------------------------------------------------
@@ -403,7 +407,9 @@ class BatchScheduler:
                 continue
             if pol.replaces_backfill:
                 self.passes += 1
+            sizes = np.array(self._qsize, dtype=np.int64).reshape(-1, 2)
             view = DynamicView(now=now, queue=tuple(self._qjobs), cluster=self.state,
+                               queue_hosts=sizes[:, 0], queue_walltimes=sizes[:, 1],
                                expected=self._expected,
                                asked={k: frozenset(v) for k, v in self._asked.items()},
                                memo=self._memos.get(pol.name),
@@ -466,7 +472,7 @@ class BatchScheduler:
         if key is None:
             raise ProtocolError(f"plan starts job {job.id}, which is not queued")
         i = bisect_left(self._qkeys, key)
-        del self._qkeys[i], self._qjobs[i]
+        del self._qkeys[i], self._qjobs[i], self._qsize[i]
         self._asked.pop(job.id, None)
         self._expected.pop(job.id, None)
 

@@ -163,11 +163,12 @@ class ClusterState:
         PEs of each host, by host index (all equal).
     """
 
-    __slots__ = ("cores", "n_hosts", "n_cores", "n_pes", "user", "pe_user", "used_pes",
+    __slots__ = ("cores", "n_hosts", "n_cores", "n_pes", "_user", "pe_user", "used_pes",
                  "free_hosts", "free_pes", "lendable", "running", "log", "_ends", "_free_ro",
                  "_runs", "_ids", "_rca", "_lender", "_tail", "_since", "_role", "_owner",
                  "_n_explicit", "_promised", "promised_pes", "_coming", "_promised_until",
-                 "_n_guests", "_guest_n", "_promised_n", "_stamp", "_host_stamp", "_shape")
+                 "_n_guests", "_guest_n", "_promised_n", "_stamp", "_host_stamp", "_shape",
+                 "_user_stale")
 
     def __init__(self, cores: Sequence[int]) -> None:
         if not len(cores) or any(c < 1 for c in cores):
@@ -180,7 +181,10 @@ class ClusterState:
         self.n_pes = self.n_hosts * self.n_cores
         self.pe_user = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
         # the job using a host when exactly one does (-1: free; -2: shared by several jobs)
-        self.user = np.full(self.n_hosts, -1, dtype=np.int64)
+        self._user = np.full(self.n_hosts, -1, dtype=np.int64)
+        # hosts whose `user` entry is out of date (explicit-form changes refresh it lazily,
+        # from `pe_user`, when it is read: `_users`)
+        self._user_stale = np.zeros(self.n_hosts, dtype=bool)
         self.used_pes = np.zeros(self.n_hosts, dtype=np.int64)
         self.free_hosts = self.n_hosts  # hosts nobody uses, lendable ones included
         self.free_pes = self.n_pes  # PEs nobody uses (those of lendable hosts included)
@@ -219,6 +223,15 @@ class ClusterState:
         self._shape: dict[int, tuple[int, np.ndarray, int, int, np.ndarray]] = {}
 
     # -- read-only views ------------------------------------------------------------------
+    @property
+    def user(self) -> np.ndarray:
+        """Read-only: the job using each host when exactly one does (-1: free; -2: shared by
+        several jobs)."""
+        self._users(np.flatnonzero(self._user_stale))
+        view = self._user.view()
+        view.flags.writeable = False
+        return view
+
     @property
     def owner(self) -> np.ndarray:
         """Owner of each host (a new array): the job it was allocated to, -1 when none."""
@@ -349,7 +362,7 @@ class ClusterState:
         """Hosts running job `job_id` owns and uses and has not yielded (RCA exclusion)."""
         idx = self._runs[job_id].idx
         rec = self._rca.get(job_id)
-        own = idx[self.user[idx] == job_id]
+        own = idx[self._users(idx) == job_id]
         if rec is None:
             return len(own)
         return sum(1 for h in own.tolist() if h not in rec.yielded_set and h not in self._lender)
@@ -393,7 +406,7 @@ class ClusterState:
         """Mark the spread rule's PEs of whole `hosts` as used by `jid` (-1: freed): slices
         over the runs of hosts (first-fit allocations are one or two runs), or one fancy
         index per array when the hosts are scattered (`idx`: them as an array)."""
-        pe_user, used, user, free = self.pe_user, self.used_pes, self.user, self._free_ro
+        pe_user, used, user, free = self.pe_user, self.used_pes, self._user, self._free_ro
         busy = jid >= 0
         runs = hosts.runs
         if len(runs) > 2 and idx is not None:
@@ -495,7 +508,7 @@ class ClusterState:
     def _hosts_changed(self, hosts: IndexSet, users: bool = True) -> None:
         """Refresh the free mask, the free host count and (if `users`: `pe_user` changed, not
         only promises) `user` of `hosts` after `used_pes` changed there."""
-        free, used, user = self._free_ro, self.used_pes, self.user
+        free, used = self._free_ro, self.used_pes
         ix = _index(hosts)
         self._stamp += 1
         self._host_stamp[ix] = self._stamp
@@ -503,12 +516,20 @@ class ClusterState:
         now_free = used[ix] == 0
         free[ix] = now_free
         self.free_hosts += int(np.count_nonzero(now_free)) - before
-        if not users:
-            return
-        rows = self.pe_user[ix]
-        first = rows.max(axis=1)
-        shared = (np.where(rows >= 0, rows, first[:, None]) != first[:, None]).any(axis=1)
-        user[ix] = np.where(shared, -2, first)
+        if users:
+            self._user_stale[ix] = True
+
+    def _users(self, idx: np.ndarray) -> np.ndarray:
+        """`user` of hosts `idx` (an index array), refreshed from `pe_user` where stale."""
+        user, stale = self._user, self._user_stale
+        st = idx[stale[idx]]
+        if len(st):
+            rows = self.pe_user[st]
+            first = rows.max(axis=1)
+            shared = (np.where(rows >= 0, rows, first[:, None]) != first[:, None]).any(axis=1)
+            user[st] = np.where(shared, -2, first)
+            stale[st] = False
+        return user[idx]
 
     def _take(self, jid: int, pes: IndexSet, now: int) -> IndexSet:
         """Mark free PEs as used by `jid` (explicit form); returns their hosts."""
@@ -752,7 +773,8 @@ class ClusterState:
         run = self._runs[job_id]
         rec = self._rca.get(job_id)
         seen = rec.yielded_set if rec is not None else set()
-        user, lender = self.user, self._lender
+        self._users(run.idx)
+        user, lender = self._user, self._lender
         fact: set[int] = set()
         held = alloc.hosts
         for h in hosts:  # check everything before changing anything
@@ -830,8 +852,8 @@ class ClusterState:
             self.free_hosts += len(idx)
             self.free_pes += run.alloc.pes
             return
-        user = self.user
-        used = idx[user[idx] == jid]
+        user = self._user
+        used = idx[self._users(idx) == jid]
         self.pe_user[used, :] = -1
         user[used] = -1
         self.free_pes += int(self.used_pes[used].sum())

@@ -33,7 +33,7 @@ class IndexSet(Sequence[int]):
     form made only when asked for: numpy work on such a set never goes through Python ints.
     """
 
-    __slots__ = ("_f", "_c", "_fa", "_ca", "_n", "_len", "_cum", "_runs")
+    __slots__ = ("_f", "_c", "_fa", "_ca", "_n", "_len", "_cum", "_runs", "_arr")
 
     def __init__(self, first: tuple[int, ...] = (), count: tuple[int, ...] = ()) -> None:
         # trusted: maximal runs, ascending, counts >= 1 (use the class methods to build one)
@@ -45,6 +45,7 @@ class IndexSet(Sequence[int]):
         self._len = sum(count)
         self._cum: tuple[int, ...] | None = None
         self._runs: tuple[tuple[int, int], ...] | None = None
+        self._arr: np.ndarray | None = None
 
     @classmethod
     def _of_arrays(cls, first: np.ndarray, count: np.ndarray) -> IndexSet:
@@ -54,7 +55,7 @@ class IndexSet(Sequence[int]):
         out._fa, out._ca = first, count
         out._n = len(first)
         out._len = int(count.sum())
-        out._cum = out._runs = None
+        out._cum = out._runs = out._arr = None
         return out
 
     # -- the two forms --------------------------------------------------------------------
@@ -163,15 +164,22 @@ class IndexSet(Sequence[int]):
         return f, c
 
     def to_array(self) -> np.ndarray:
-        """The elements as a new ``int64`` array."""
+        """The elements as an ``int64`` array: a new one, or for a set of many runs (the
+        array form) one kept with the set and read-only."""
         if self._n == 1:
             f = self._first[0]
             return np.arange(f, f + self._len, dtype=np.int64)
         if not self._n:
             return np.zeros(0, dtype=np.int64)
+        if self._arr is not None:
+            return self._arr
         firsts, counts = self._arrays()
         offsets = np.repeat(firsts - (np.cumsum(counts) - counts), counts)
-        return np.arange(self._len, dtype=np.int64) + offsets
+        out = np.arange(self._len, dtype=np.int64) + offsets
+        if self._f is None:
+            out.flags.writeable = False
+            self._arr = out
+        return out
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.to_array()

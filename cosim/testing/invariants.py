@@ -4,8 +4,9 @@
 two users at any instant (so no host holds more PEs than it has cores), a running job holds
 between its minimum and maximum PEs, and the PE-time of each job's rows equals the
 `pe_ticks` of its outcome; its rows span exactly its start to its end. `check_state_caches`
-recomputes from scratch what a `cosim.bls.state.ClusterState` keeps incrementally (hosts with
-guests, sole hosts and fewest PEs per host of explicit-form jobs) and compares.
+recomputes from scratch what a `cosim.bls.state.ClusterState` keeps incrementally or lazily
+(hosts with guests, the user of each host, sole hosts and fewest PEs per host of explicit-form
+jobs) and compares.
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ def check_state_caches(state: Any, running_ends: Any = None) -> None:
     users, promised, role, owner = state.pe_user, state._promised, state._role, state._owner
     guest = ((role == GUEST) & (users >= 0)).any(axis=1) | (promised >= 0).any(axis=1)
     assert np.array_equal(state.guest_mask(), guest), "guest hosts"
+    distinct = [set(row[row >= 0].tolist()) for row in users]
+    expect = [-1 if not d else d.pop() if len(d) == 1 else -2 for d in distinct]
+    assert state.user.tolist() == expect, "the user of each host"
     if running_ends is None:
         running_ends = state.running_ends()
     ends = {j: n for _, j, n, _ in running_ends}

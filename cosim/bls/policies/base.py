@@ -244,6 +244,9 @@ class DynamicView:
         What the policy returned as `Plan.memo` at its previous pass.
     pending:
         Jobs that left the queue for a `Start` still waiting for released PEs.
+    queue_hosts, queue_walltimes:
+        The hosts and walltimes of the queued jobs as ``int64`` arrays, in queue order (for
+        vectorised filters over a long queue; derived from `queue` when not given).
     """
 
     now: int
@@ -253,6 +256,17 @@ class DynamicView:
     asked: Mapping[int, frozenset[int]] = field(default_factory=dict)
     memo: Any = None
     pending: frozenset[int] = frozenset()
+    queue_hosts: np.ndarray | None = None
+    queue_walltimes: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.queue_hosts is None or self.queue_walltimes is None:
+            sizes = np.array([(j.hosts, j.walltime) for j in self.queue],
+                             dtype=np.int64).reshape(-1, 2)
+            object.__setattr__(self, "queue_hosts", sizes[:, 0])
+            object.__setattr__(self, "queue_walltimes", sizes[:, 1])
+        elif not len(self.queue_hosts) == len(self.queue_walltimes) == len(self.queue):
+            raise ValueError("queue_hosts and queue_walltimes must match the queue")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

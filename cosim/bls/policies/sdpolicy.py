@@ -197,18 +197,16 @@ def decide(view: DynamicView, params: Params) -> Plan:
               dyn_avg_sd(running) if params.cutoff == "dynamic" else math.inf)
     weights = {c.w for c in cands}
     reach = _reach(cands, cutoff, params.max_mates)
+    queue, qh, qw = view.queue, view.queue_hosts, view.queue_walltimes
     while True:
-        pv = PassView(now=now, n_hosts=cluster.n_hosts, free=free, queue=tuple(queue),
+        pv = PassView(now=now, n_hosts=cluster.n_hosts, free=free, queue=queue,
                       running=tuple(ends))
         ep = easy.plan(pv)
         static = {j.id for j in ep.starts}
         chosen = None
         stop = len(queue)
         if cands:  # the jobs that may pass a trial (`_reach`): the others would fail it
-            at = reach.get if reach is not None else None
-            tried = range(len(queue)) if at is None else [
-                i for i, job in enumerate(queue) if job.walltime <= at(job.hosts, -math.inf)]
-            for i in tried:
+            for i in _tried(reach, qh, qw):
                 job = queue[i]
                 if job.id in static or not job.resizable:
                     continue
@@ -217,15 +215,20 @@ def decide(view: DynamicView, params: Params) -> Plan:
                 if chosen is not None:
                     stop = i
                     break
-        # commit the static starts before the malleable one (all of them if there was none)
-        for job in queue[:stop]:
-            if job.id in static:
-                starts.append(job)
-                free -= job.hosts
-                ends.append((now + max(job.walltime, 1), job.id, job.hosts, now))
-        queue = [j for j in queue[stop:] if j.id not in static or chosen is not None]
+        # commit the static starts before the malleable one (all of them if there was none;
+        # EASY lists its starts in queue order)
+        if chosen is not None and ep.starts:
+            pos = {j.id: k for k, j in enumerate(queue)}
+            committed = [j for j in ep.starts if pos[j.id] < stop]
+        else:
+            committed = ep.starts
+        for job in committed:
+            starts.append(job)
+            free -= job.hosts
+            ends.append((now + max(job.walltime, 1), job.id, job.hosts, now))
         if chosen is None:
             break
+        queue, qh, qw = queue[stop + 1:], qh[stop + 1:], qw[stop + 1:]  # the rest re-planned
         start, shrinks, sharing, mates = chosen
         starts.append(start)
         resizes.extend(shrinks)
@@ -239,7 +242,6 @@ def decide(view: DynamicView, params: Params) -> Plan:
         cands = [c for c in cands if not busy[c.hosts].any()]  # the guest's free PEs too
         weights = {c.w for c in cands}
         reach = _reach(cands, cutoff, params.max_mates)
-        queue = [j for j in queue if j.id != start.job.id]
         if not queue:
             break
     return Plan(starts=tuple(starts), resizes=tuple(resizes),
@@ -316,6 +318,21 @@ def _reach(cands: list[_Cand], cutoff: float, max_mates: int) -> dict[int, float
                 if g > reach.get(w1 + w2, -math.inf):
                     reach[w1 + w2] = g
     return reach
+
+
+def _tried(reach: dict[int, float] | None, hosts: np.ndarray, walltimes: np.ndarray):
+    """Queue positions (ascending) of the jobs whose walltime is within `reach` of their
+    width: only they may pass a trial (all of them when there is no bound)."""
+    if reach is None:
+        return range(len(hosts))
+    if not len(hosts) or not reach:
+        return ()
+    top = int(hosts.max()) + 1
+    lut = np.full(top, -np.inf)
+    for w, g in reach.items():
+        if w < top:
+            lut[w] = g
+    return np.flatnonzero(walltimes <= lut[hosts]).tolist()
 
 
 def _regain(cluster, g: int, info: Sharing, running) -> IndexSet:
