@@ -82,3 +82,16 @@ def test_fragmented_sparse_sets_take_the_sorted_search_path_with_the_same_result
     x, y = IndexSet.of(a), IndexSet.of(b)
     assert x.difference(y) == tuple(sorted(a - b)) and x.intersection(y) == tuple(sorted(a & b))
     assert x.difference(x) == () and x.issubset(x.union(y))
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4)), max_size=150))
+def test_runs_given_as_arrays_are_the_runs_given_as_pairs(gaps_counts):
+    first, at = [], 0
+    for gap, n in gaps_counts:  # ascending, non-overlapping; some empty, some adjacent
+        at += gap
+        first.append(at)
+        at += n
+    counts = [n for _, n in gaps_counts]
+    s = IndexSet.from_run_arrays(np.array(first, dtype=np.int64), np.array(counts))
+    assert s == IndexSet.from_runs(zip(first, counts)) and s.n_runs == \
+        IndexSet.from_runs(zip(first, counts)).n_runs

@@ -221,9 +221,13 @@ class TraceApps:
 
     def _reference_pes(self, hosts: Sequence[int], pes: int) -> IndexSet:
         """The spread rule's global PEs (`job_pe_indices`) as runs, without listing them."""
-        first = np.searchsorted(self._pe_hosts, np.asarray(hosts, dtype=np.int64),
-                                side="left").tolist()
-        return IndexSet.from_runs(zip(first, spread_pes(pes, len(hosts))))
+        idx = hosts.to_array() if isinstance(hosts, IndexSet) else np.asarray(hosts,
+                                                                                dtype=np.int64)
+        first = np.searchsorted(self._pe_hosts, idx, side="left")
+        base, extra = divmod(pes, len(idx))
+        count = np.full(len(idx), base, dtype=np.int64)
+        count[:extra] += 1
+        return IndexSet.from_run_arrays(first, count)
 
     def _set_speed(self, run: _Run, counts: list[int]) -> None:
         model = run.job.model

@@ -887,8 +887,7 @@ class ClusterState:
         base, extra = divmod(run.alloc.pes, len(run.idx))
         if base == c:  # whole hosts, every core: the runs of its hosts
             return IndexSet.from_runs((f * c, n * c) for f, n in run.alloc.hosts.runs)
-        hosts = run.idx.tolist()
-        return IndexSet.from_runs((h * c, base + (i < extra)) for i, h in enumerate(hosts))
+        return IndexSet.from_run_arrays(run.idx * c, run.counts)
 
     def _log_pes(self, run: _Run, pes: IndexSet, end: int) -> None:
         """Close the open intervals of a job on its PEs `pes` (explicit form) at `end`."""

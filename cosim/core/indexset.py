@@ -139,6 +139,26 @@ class IndexSet(Sequence[int]):
         return cls(tuple(first), tuple(count)) if first else EMPTY
 
     @classmethod
+    def from_run_arrays(cls, first: np.ndarray, count: np.ndarray) -> IndexSet:
+        """From runs as two arrays, ascending and non-overlapping (not checked: the fast path
+        of `from_runs`); empty runs are dropped, adjacent runs merge."""
+        first = np.asarray(first, dtype=np.int64)
+        count = np.asarray(count, dtype=np.int64)
+        if not count.all():
+            keep = count > 0
+            first, count = first[keep], count[keep]
+        if not len(first):
+            return EMPTY
+        new = np.ones(len(first), dtype=bool)
+        new[1:] = first[1:] != first[:-1] + count[:-1]
+        at = np.flatnonzero(new)
+        if len(at) < len(first):
+            first, count = first[at], np.add.reduceat(count, at)
+        if len(first) <= _MANY_RUNS:
+            return cls(tuple(first.tolist()), tuple(count.tolist()))
+        return cls._of_arrays(first, count)
+
+    @classmethod
     def range(cls, start: int, stop: int) -> IndexSet:
         """``start, start + 1, ..., stop - 1``."""
         return cls((start,), (stop - start,)) if stop > start else EMPTY

@@ -417,20 +417,17 @@ def _malleable(job: Job, cands: list[_Cand], weights: set[int], cluster, now: in
     ranked.sort(key=lambda r: r[0])
     for _, combo in ranked:
         mates = [x[3] for x in combo]
-        gw = _shares(job, mates, cluster, params.sharing_factor, gran)
-        if gw is None:
+        counted = _shares(job, mates, cluster, params.sharing_factor, gran)
+        if counted is None:
             continue
+        gw = counted[0]
         if any(now + gw > m.end + job.walltime for m in mates):
             continue  # the guest must end inside its mates' allocations
         if static_end is not None and now + gw >= static_end:
             continue  # waiting for a static start ends earlier (or as early)
         if params.protect_reservation and not _keeps_head(pv, ep, mates, job):
             continue
-        layout = _layout(job, mates, cluster, params.sharing_factor, gran)
-        if layout is None or layout[4] != gw:
-            raise RuntimeError(f"SD-Policy: job {job.id}'s shares counted per host and laid "
-                               "out on PEs disagree (a bug)")
-        pes, stolen, owners, need, gw = layout
+        pes, stolen, owners, need, gw = _layout(job, mates, cluster, gran, counted)
         # a mate whose idle cores are enough gives nothing: no shrink, no longer walltime
         shrinks = [Shrink(job_id=m.jid, pes=stolen[m.jid], for_job=job.id,
                           limit=m.alloc.estimated_end + job.walltime) for m in mates
@@ -442,9 +439,10 @@ def _malleable(job: Job, cands: list[_Cand], weights: set[int], cluster, now: in
     return None
 
 
-def _shares(job: Job, mates: list[_Cand], cluster, sf: float, gran: str) -> int | None:
-    """What `_layout` decides, on PE counts per host only: the guest's stretched walltime, or
-    None when a host cannot take its share or a minimum would be broken."""
+def _shares(job: Job, mates: list[_Cand], cluster, sf: float, gran: str):
+    """What `_layout` decides, on PE counts per host only: ``(stretched walltime, hosts
+    ascending, mate index of each, PEs needed, free PEs taken, mate PEs taken, guest PEs)``
+    (arrays over the hosts), or None when a host cannot take its share or a minimum would be broken."""
     c = cluster.n_cores
     if gran == "core":
         parts = [(m.hosts, m.counts) for m in mates]
@@ -489,7 +487,7 @@ def _shares(job: Job, mates: list[_Cand], cluster, sf: float, gran: str) -> int 
         return None  # a mate shrunk below its own minimum
     ref = len(need) * int(need.min())
     cur = len(got) * int(got.min())
-    return -(-job.walltime * ref // cur)
+    return -(-job.walltime * ref // cur), hosts, which, need, take_free, stolen, got
 
 
 def _spread(pes: int, hosts: int) -> np.ndarray:
@@ -502,71 +500,48 @@ def _spread(pes: int, hosts: int) -> np.ndarray:
 
 def _pick_highest(mask: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Per row, the `n` highest True columns of `mask` (a new mask)."""
-    from_top = np.cumsum(mask[:, ::-1], axis=1)[:, ::-1]  # True cells at or right of each
+    from_top = np.cumsum(mask[:, ::-1], axis=1, dtype=np.int8)[:, ::-1]  # True cells at/right
     return mask & (from_top <= n[:, None])
 
 
-def _layout(job: Job, mates: list[_Cand], cluster, sf: float, gran: str):
-    """The guest's PEs on its mates' hosts: ``(pes, stolen per mate, guest PEs per mate,
-    need per host, stretched walltime)``, or None when a host cannot take its share or a
-    bound would be broken (vectorised over the hosts)."""
+def _layout(job: Job, mates: list[_Cand], cluster, gran: str, counted: tuple):
+    """The guest's PEs on its mates' hosts, as `_shares` counted them: ``(pes, stolen per
+    mate, guest PEs per mate, (hosts, need per host), stretched walltime)``; on each host
+    the highest free cores and (core granularity) the mate's highest cores but its master,
+    or (host granularity) every PE of the mate there (vectorised over the hosts)."""
+    gw, hosts, which, need, take_free, stolen, counted_got = counted
     c = cluster.n_cores
-    if gran == "core":
-        parts = [m.hosts for m in mates]
-    else:  # whole hosts: the highest of each mate's, never its master's
-        parts = []
-        for m in mates:
-            mine = m.hosts[m.hosts != m.alloc.master // c]
-            parts.append(mine[len(mine) - int(sf * len(m.hosts)):] if int(sf * len(m.hosts))
-                         else mine[:0])
-    hosts = np.concatenate(parts)
-    which = np.repeat(np.arange(len(mates)), [len(p) for p in parts])
-    if len(hosts) != job.hosts:
-        return None
-    order = np.argsort(hosts, kind="stable")
-    hosts, which = hosts[order], which[order]
-    need = _spread(job.pes, job.hosts)
-    if need[0] > c:
-        return None
-    mate_ids = np.array([m.jid for m in mates], dtype=np.int64)[which]
+    mate_ids = np.array([m.jid for m in mates], dtype=np.int64)
     users, promised = cluster.pe_rows(hosts)
     free = (users < 0) & (promised < 0)
-    ours = users == mate_ids[:, None]
-    theirs = ours.copy()
-    for i, m in enumerate(mates):  # never the master's PE
-        h, core = divmod(m.alloc.master, c)
-        theirs[(hosts == h) & (which == i), core] = False
+    theirs = users == (mate_ids[which] if len(mates) > 1 else mate_ids[0])[..., None]
     if gran == "core":
-        take_free = _pick_highest(free, need)
-        short = need - take_free.sum(axis=1)
-        steal = np.clip(short, 0, np.minimum(int(sf * c), ours.sum(axis=1) - 1))
-        take = _pick_highest(theirs, steal)
-        guest = take_free | take
+        for i, m in enumerate(mates):  # never the master's PE
+            h, core = divmod(m.alloc.master, c)
+            theirs[(hosts == h) & (which == i), core] = False
+        take = _pick_highest(theirs, stolen)
+        guest = _pick_highest(free, take_free) | take
     else:  # the host moves to the guest: every PE of the mate there
         take = theirs
-        n_take = take.sum(axis=1)
-        take_free = _pick_highest(free, np.maximum(0, need - n_take))
-        guest = take_free | _pick_highest(take, need - take_free.sum(axis=1))
-    got = guest.sum(axis=1)
-    if (got == 0).any():
-        return None
+        guest = _pick_highest(free, take_free) | _pick_highest(take, need - take_free)
+    if not np.array_equal(guest.sum(axis=1), counted_got):
+        raise RuntimeError(f"SD-Policy: job {job.id}'s shares counted per host and laid out "
+                           "on PEs disagree (a bug)")
     row, col = np.nonzero(guest)  # row-major over ascending hosts: sorted PEs
     guest_pe = hosts[row] * c + col
     pes = IndexSet.from_sorted(guest_pe)
     srow, scol = np.nonzero(take)
     stolen_pe = hosts[srow] * c + scol
-    stolen = {m.jid: IndexSet.from_sorted(stolen_pe[which[srow] == i])
-              for i, m in enumerate(mates)}
-    owners = {m.jid: IndexSet.from_sorted(guest_pe[which[row] == i])
-              for i, m in enumerate(mates)}
-    if len(pes) < job.min_pes or any(
-            m.alloc.pes - len(stolen[m.jid]) < m.alloc.job.min_pes for m in mates):
-        return None  # the guest below its minimum, or a mate shrunk below its own
-    ref = len(need) * int(need.min())
-    cur = len(got) * int(got.min())
-    gw = -(-job.walltime * ref // cur)
+    if len(mates) == 1:
+        stolen_by = {mates[0].jid: IndexSet.from_sorted(stolen_pe)}
+        owners = {mates[0].jid: pes}
+    else:
+        stolen_by = {m.jid: IndexSet.from_sorted(stolen_pe[which[srow] == i])
+                     for i, m in enumerate(mates)}
+        owners = {m.jid: IndexSet.from_sorted(guest_pe[which[row] == i])
+                  for i, m in enumerate(mates)}
     hosts.flags.writeable = need.flags.writeable = False
-    return (pes, stolen, owners, (hosts, need), gw)
+    return (pes, stolen_by, owners, (hosts, need), gw)
 
 
 def _keeps_head(pv: PassView, ep: Plan, mates: list[_Cand], job: Job) -> bool:
