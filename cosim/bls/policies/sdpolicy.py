@@ -139,6 +139,7 @@ class _Cand:
     w: int = 0  # weight: hosts (core granularity) or whole hosts it can give
     a: int = 0  # wait + current walltime: the penalty is (a + guest walltime) / o
     o: int = 1  # original walltime
+    give: int = -1  # most PEs a guest can get on each of its hosts (-1: not known yet)
 
 
 def decide(view: DynamicView, params: Params) -> Plan:
@@ -409,14 +410,25 @@ def _malleable(job: Job, cands: list[_Cand], weights: set[int], cluster, now: in
             ranked.append(((obj, tuple(sorted(x[1] for x in combo))), combo))
     if not ranked:
         return None
-    static_end = None
-    if params.compare_static:  # a guest is never faster than its walltime: a cheap bound
-        static_end = _static_end(job, pv, ep)
-        if now + job.walltime >= static_end:
-            return None
+    static_end = None  # EASY's end for the job, computed when a combination first needs it
     ranked.sort(key=lambda r: r[0])
+    least = job.pes // job.hosts  # the guest's fewest PEs needed on a host
     for _, combo in ranked:
         mates = [x[3] for x in combo]
+        low = job.walltime  # a lower bound of its stretched walltime (it is never shorter)
+        if gran == "core":
+            most = min(_give(m, cluster, params.sharing_factor) for m in mates)
+            if most < least:
+                low = -(-job.walltime * least // most)
+        if any(now + low > m.end + job.walltime for m in mates):
+            continue  # as `_shares` would find: cheap checks first
+        if params.compare_static:
+            if static_end is None:
+                static_end = _static_end(job, pv, ep)
+                if now + job.walltime >= static_end:
+                    return None  # no guest is faster than its walltime
+            if now + low >= static_end:
+                continue
         counted = _shares(job, mates, cluster, params.sharing_factor, gran)
         if counted is None:
             continue
@@ -488,6 +500,17 @@ def _shares(job: Job, mates: list[_Cand], cluster, sf: float, gran: str):
     ref = len(need) * int(need.min())
     cur = len(got) * int(got.min())
     return -(-job.walltime * ref // cur), hosts, which, need, take_free, stolen, got
+
+
+def _give(m: _Cand, cluster, sf: float) -> int:
+    """The most PEs a guest can get on every host of mate `m` at core granularity (the
+    fewest, over its hosts, of its free PEs + what the mate may give): no host gets more in
+    `_shares`, so ``need_min / give`` bounds the guest's stretch from below."""
+    if m.give < 0:
+        c = cluster.n_cores
+        free = c - cluster.used_pes[m.hosts]
+        m.give = int((free + np.maximum(np.minimum(int(sf * c), m.counts - 1), 0)).min())
+    return m.give
 
 
 def _spread(pes: int, hosts: int) -> np.ndarray:
