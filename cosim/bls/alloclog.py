@@ -108,11 +108,18 @@ def rows_from_pes(pes: np.ndarray, cores: int, *extra: np.ndarray) -> tuple[np.n
 
 def merge_host_runs(host: np.ndarray, hosts: np.ndarray, core: np.ndarray,
                     pes: np.ndarray, *extra: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Merge rows (in host order) whose host ranges follow each other with equal core, pes
-    and `extra` columns; rows of one host never merge with each other."""
+    """Merge rows whose host ranges follow each other with equal core, pes and `extra`
+    columns (rows of one host never merge with each other). The rows are grouped by their
+    columns first (host last), so a job whose hosts each hold two kinds of PEs — kept since
+    its start, given back later — gets two rows per run of hosts, not two per host; the
+    output is in that grouped order."""
     n = host.size
     if n <= 1:
         return (host, hosts, core, pes, *extra)
+    order = np.lexsort((host, pes, core, *extra))
+    if (order[1:] < order[:-1]).any():
+        host, hosts, core, pes = host[order], hosts[order], core[order], pes[order]
+        extra = tuple(x[order] for x in extra)
     same = (host[1:] == host[:-1] + hosts[:-1]) & (core[1:] == core[:-1]) & (pes[1:] == pes[:-1])
     for x in extra:
         same &= x[1:] == x[:-1]
