@@ -484,6 +484,11 @@ class ClusterState:
             return IndexSet.range(f // k, (f + len(pes) - 1) // k + 1)
         return IndexSet.from_sorted(sorted_counts(pes.to_array() // k)[0])
 
+    def _by_host(self, pes: IndexSet) -> tuple[IndexSet, np.ndarray, np.ndarray]:
+        """``(hosts, hosts as an array, PEs of `pes` on each)`` (multi-run sets)."""
+        h, n = sorted_counts(pes.to_array() // self.n_cores)
+        return IndexSet.from_sorted(h), h, n
+
     def _count(self, pes: IndexSet, sign: int, used: np.ndarray | None = None) -> None:
         """Add ``sign`` x the PEs of `pes` to per-host counts `used` (default `used_pes`)."""
         k = self.n_cores
@@ -546,23 +551,32 @@ class ClusterState:
         if ((p >= 0) & (p != jid)).any():
             raise ProtocolError(f"job {jid}: PE promised to job {int(p[p >= 0][0])}")
         mine = self.promised_pes.get(jid)
-        if mine is not None:  # its promised PEs stop being held for it: it takes them now
-            self.unpromise(jid, mine.intersection(pes))
+        moved = mine is not None and pes.n_runs > 1 and mine == pes
+        if moved:  # every PE was held for it: promised -> used, the use counts stay
+            del self.promised_pes[jid]
+            promised[ix] = -1
+            hosts, h, n = self._by_host(pes)
+            self._promised_n[h] -= n
+        else:
+            if mine is not None:  # its promised PEs stop being held for it: it takes them
+                self.unpromise(jid, mine.intersection(pes))
+            hosts = self._hosts_of(pes)
         self._promised_until.pop(jid, None)
-        hosts = self._hosts_of(pes)
         if self._lender and any(h in hosts for h in self._lender):
             raise ProtocolError(f"job {jid}: PEs on a host lent by RCA")
         flat[ix] = jid
         self._since.reshape(-1)[ix] = now
         self._role.reshape(-1)[ix] = OWN
         self._owner.reshape(-1)[ix] = jid
-        self._count(pes, 1)
-        self.free_pes -= len(pes)
+        if not moved:
+            self._count(pes, 1)
+            self.free_pes -= len(pes)
         self._hosts_changed(hosts)
         return hosts
 
-    def _give_back(self, pes: IndexSet) -> None:
-        """Mark PEs free (explicit form)."""
+    def _give_back(self, pes: IndexSet, to: int | None = None) -> None:
+        """Mark PEs free (explicit form), or (`to`) promised to job `to` at once (the use
+        counts stay: `promise` without the round trip through free)."""
         ix = _index(pes)
         role = self._role.reshape(-1)
         if self._n_guests:
@@ -573,9 +587,20 @@ class ClusterState:
         self.pe_user.reshape(-1)[ix] = -1
         self._owner.reshape(-1)[ix] = -1
         role[ix] = OWN  # no stale guest role for the next user
-        self._count(pes, -1)
-        self.free_pes += len(pes)
-        self._hosts_changed(self._hosts_of(pes))
+        if to is None:
+            self._count(pes, -1)
+            self.free_pes += len(pes)
+            self._hosts_changed(self._hosts_of(pes))
+            return
+        promised = self._promised.reshape(-1)
+        if (promised[ix] >= 0).any():
+            raise ProtocolError(f"job {to}: PEs promised to it are not free")
+        promised[ix] = to
+        hosts, h, n = self._by_host(pes)
+        self._promised_n[h] += n
+        self._hosts_changed(hosts)
+        held = self.promised_pes.get(to)
+        self.promised_pes[to] = pes if held is None else held.union(pes)
 
     def promise(self, job_id: int, pes: IndexSet, until: tuple[int, int] | None = None) -> None:
         """Hold free PEs for `job_id` (a start waiting for other PEs to be released): they are
@@ -703,19 +728,26 @@ class ClusterState:
             raise ProtocolError(f"job {job_id} releases PEs it was not asked for")
         run.releasing = run.releasing.difference(pes)
         self._log_pes(run, pes, now)
-        self._give_back(pes)
-        self._pass_on(run, pes)
+        whom = run.releasing_for
+        if len(whom) == 1 and pes.n_runs > 1 and next(iter(whom.values())) == pes:
+            self._give_back(pes, to=next(iter(whom)))  # all of it for one waiting job
+            self._pass_on(run, EMPTY, done=True)
+        else:
+            self._give_back(pes)
+            self._pass_on(run, pes)
         run.pes = run.pes.difference(pes)
         self._update_hosts(run)
 
-    def _pass_on(self, run: _Run, pes: IndexSet) -> None:
-        """PEs released by `run` that a shrink took for a queued job are promised to it."""
+    def _pass_on(self, run: _Run, pes: IndexSet, done: bool = False) -> None:
+        """PEs released by `run` that a shrink took for a queued job are promised to it
+        (`done`: they were, all of them; only the bookkeeping is left)."""
         for for_job in sorted(run.releasing_for):
             mine = run.releasing_for[for_job]
-            part = mine.intersection(pes)
+            part = mine if done else mine.intersection(pes)
             if len(part):
-                self.promise(for_job, part)
-                left = mine.difference(part)
+                if not done:
+                    self.promise(for_job, part)
+                left = EMPTY if done else mine.difference(part)
                 if len(left):
                     run.releasing_for[for_job] = left
                 else:
