@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cosim.bls import BatchConfig, simulate_batch
 from cosim.output import metrics
@@ -168,3 +171,34 @@ def test_the_allocation_log_gives_the_same_metrics_with_rca_lending(technique):
     assert plain["lends"] > 0  # owners' tails cut by borrowers, resumed after them
     assert metrics.summary(res.outcomes, 8, cores_per_host=2,
                            allocations=res.allocations) == plain
+
+
+def _busy_hosts_per_host(b):
+    """Oracle of `busy_host_series`: one interval per host and row, swept per host."""
+    from cosim.output.tables import _steps
+
+    n = b["hosts"].astype(np.int64)
+    rep = np.repeat(np.arange(len(b)), n)
+    host = b["host"][rep].astype(np.int64) + (np.arange(int(n.sum()))
+                                              - np.repeat(np.cumsum(n) - n, n))
+    t = np.concatenate([b["start"][rep], b["end"][rep]])
+    d = np.concatenate([np.ones(len(rep), np.int64), -np.ones(len(rep), np.int64)])
+    h = np.concatenate([host, host])
+    order = np.lexsort((d, t, h))  # per host in time, ends before starts at one tick
+    t, d = t[order], d[order]
+    after = np.cumsum(d)
+    return _steps(t[(after - d == 0) & (d > 0)], t[(after == 0) & (d < 0)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(1, 5), st.integers(0, 3),
+                          st.integers(0, 20), st.integers(1, 10)), min_size=1, max_size=30))
+def test_busy_hosts_of_shared_hosts_equal_the_per_host_count(rows):
+    from cosim.bls.alloclog import ALLOC_DTYPE
+    from cosim.output.tables import busy_host_series
+
+    b = np.zeros(len(rows), dtype=ALLOC_DTYPE)
+    for i, (h, n, core, s, dur) in enumerate(rows):  # cores >= 1: the shared-host path
+        b[i] = (i, h, n, core + 1, 1, s, s + dur, 0, i)
+    got, want = busy_host_series(b), _busy_hosts_per_host(b)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

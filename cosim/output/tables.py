@@ -377,21 +377,38 @@ def busy_host_series(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # Busy rows never share a PE, so rows that all hold core 0 never share a host: the
         # count is their hosts summed (the cheap path of every whole-host run).
         return _steps(b["start"], b["end"], b["hosts"])
-    # Hosts may be shared (PE-level allocations): count each host once, from per-host
-    # intervals; the host-level transitions 0 -> some and some -> 0 are the changes.
+    # Hosts may be shared (PE-level allocations): count each host once. A sweep over the
+    # rows' starts and ends in time (ends first at one tick) keeps the rows holding each host;
+    # a start turning hosts from 0 rows to some, or an end from some to 0, is a change: O(rows)
+    # steps of O(their hosts) numpy work, never a row per host and interval.
     n = b["hosts"].astype(np.int64)
-    rep = np.repeat(np.arange(len(b)), n)
-    host = b["host"][rep].astype(np.int64) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n)
-                                                                                  - n, n))
-    t = np.concatenate([b["start"][rep], b["end"][rep]])
-    d = np.concatenate([np.ones(len(rep), np.int64), -np.ones(len(rep), np.int64)])
-    h = np.concatenate([host, host])
-    order = np.lexsort((d, t, h))  # per host in time, ends before starts at one tick
-    t, d = t[order], d[order]
-    after = np.cumsum(d)  # per host too: each host's changes sum to 0
-    up = (after - d == 0) & (d > 0)
-    down = (after == 0) & (d < 0)
-    return _steps(t[up], t[down])
+    first = b["host"].astype(np.int64)
+    t = np.concatenate([b["start"], b["end"]]).astype(np.int64)
+    d = np.concatenate([np.ones(len(b), np.int64), -np.ones(len(b), np.int64)])
+    order = np.lexsort((d, t))
+    rows = np.tile(np.arange(len(b)), 2)[order]
+    held = np.zeros(int((first + n).max()), dtype=np.int32)  # rows holding each host
+    times: list[int] = []
+    values: list[int] = []
+    busy = 0
+    for tick, up, i in zip(t[order].tolist(), d[order].tolist(), rows.tolist()):
+        lo, k = int(first[i]), int(n[i])
+        span = held[lo:lo + k]
+        if up > 0:
+            turned = k - int(np.count_nonzero(span))
+            span += 1
+            busy += turned
+        else:
+            span -= 1
+            turned = k - int(np.count_nonzero(span))
+            busy -= turned
+        if turned:
+            if times and times[-1] == tick:
+                values[-1] = busy
+            else:
+                times.append(tick)
+                values.append(busy)
+    return np.asarray(times, dtype=np.int64), np.asarray(values, dtype=np.int64)
 
 
 def step_series(tables: RunTables) -> dict[str, tuple[np.ndarray, np.ndarray]]:
