@@ -166,9 +166,9 @@ class ClusterState:
     __slots__ = ("cores", "n_hosts", "n_cores", "n_pes", "_user", "pe_user", "used_pes",
                  "free_hosts", "free_pes", "lendable", "running", "log", "_ends", "_free_ro",
                  "_runs", "_ids", "_rca", "_lender", "_tail", "_since", "_role", "_owner",
-                 "_n_explicit", "_promised", "promised_pes", "_coming", "_promised_until",
+                 "_explicit_ids", "_promised", "promised_pes", "_coming", "_promised_until",
                  "_n_guests", "_guest_n", "_promised_n", "_stamp", "_host_stamp", "_shape",
-                 "_user_stale")
+                 "_user_stale", "_guest_mask")
 
     def __init__(self, cores: Sequence[int]) -> None:
         if not len(cores) or any(c < 1 for c in cores):
@@ -205,7 +205,8 @@ class ClusterState:
         self._since = np.zeros((self.n_hosts, self.n_cores), dtype=np.int64)
         self._role = np.zeros((self.n_hosts, self.n_cores), dtype=np.int64)
         self._owner = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
-        self._n_explicit = 0  # running jobs in explicit form (their _ends entries say -1)
+        self._explicit_ids: set[int] = set()  # running jobs in explicit form (their _ends
+        # entries say -1)
         # PEs promised to a job that waits for them (-1: none): not free, not used
         self._promised = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
         self.promised_pes: dict[int, IndexSet] = {}  # job -> the PEs promised to it
@@ -221,6 +222,7 @@ class ClusterState:
         self._stamp = 0
         self._host_stamp = np.zeros(self.n_hosts, dtype=np.int64)
         self._shape: dict[int, tuple[int, np.ndarray, int, int, np.ndarray]] = {}
+        self._guest_mask: tuple[int, np.ndarray] = (-1, np.zeros(0, dtype=bool))
 
     # -- read-only views ------------------------------------------------------------------
     @property
@@ -277,8 +279,21 @@ class ClusterState:
         return np.flatnonzero(self.guest_mask())
 
     def guest_mask(self) -> np.ndarray:
-        """A new boolean array: True for the hosts `guest_hosts` lists."""
-        return (self._guest_n > 0) | (self._promised_n > 0)
+        """Read-only boolean array: True for the hosts `guest_hosts` lists (kept until PEs
+        change somewhere: `stamp`)."""
+        stamp, mask = self._guest_mask
+        if stamp != self._stamp:
+            mask = (self._guest_n > 0) | (self._promised_n > 0)
+            mask.flags.writeable = False
+            self._guest_mask = (self._stamp, mask)
+        return mask
+
+    @property
+    def stamp(self) -> int:
+        """A number that changes whenever PEs change hands on a host outside whole-host
+        starts and ends (explicit PEs, shrinks, expands, promises): what is computed from
+        who holds which PE of shared hosts stays valid while it does not change."""
+        return self._stamp
 
     def min_host_pes(self, job_id: int) -> int:
         """The fewest PEs running job `job_id` has on one of its hosts."""
@@ -341,16 +356,21 @@ class ClusterState:
         PEs, the hosts where every PE in use is its own or its guests' (a malleable guest ends
         inside its mates' allocation: its shared hosts are freed at its mates' ends).
         """
-        if not self._n_explicit and not self.promised_pes:
+        if not self._explicit_ids and not self.promised_pes:
             return tuple(self._ends)
-        runs, shape = self._runs, self._job_shape
-        out = [(e, j, n if n >= 0 else shape(j, runs[j])[2], s) for e, j, n, s in self._ends]
+        ends, runs, shape = self._ends, self._runs, self._job_shape
+        out = list(ends)
+        for j in self._explicit_ids:  # their counts in place: the order does not change
+            run = runs[j]
+            i = bisect_left(ends, (run.alloc.estimated_end, j))
+            e, _, _, s = ends[i]
+            out[i] = (e, j, shape(j, run)[2], s)
         for j in sorted(self.promised_pes):  # a start waiting for PEs holds hosts of its own
             held = self._promised_hosts(j)
             if held:
                 until, since = self._promised_until[j]
-                out.append((until, j, held, since))
-        return tuple(sorted(out))
+                insort(out, (until, j, held, since))
+        return tuple(out)
 
     def _promised_hosts(self, job_id: int) -> int:
         """Hosts on which nobody runs and some PE is promised to `job_id`."""
@@ -473,7 +493,7 @@ class ClusterState:
         self._runs[jid] = _Run(alloc, hosts.to_array(), pes)
         self._runs[jid].guest = bool(owners)
         insort(self._ends, (alloc.estimated_end, jid, -1, now))
-        self._n_explicit += 1
+        self._explicit_ids.add(jid)
         return alloc
 
     def _hosts_of(self, pes: IndexSet) -> IndexSet:
@@ -691,7 +711,7 @@ class ClusterState:
         i = bisect_left(self._ends, (run.alloc.estimated_end, jid))
         e, j, _, s = self._ends[i]
         self._ends[i] = (e, j, -1, s)
-        self._n_explicit += 1
+        self._explicit_ids.add(jid)
         return run
 
     def shrink(self, job_id: int, pes: IndexSet, now: int, for_job: int | None = None) -> None:
@@ -860,7 +880,7 @@ class ClusterState:
         del ends[bisect_left(ends, (alloc.estimated_end, job_id))]
         rec = self._rca.pop(job_id, None)
         if run.pes is not None:
-            self._n_explicit -= 1
+            self._explicit_ids.discard(job_id)
             self._release_explicit(job_id, run, end)
         else:
             self._release_whole(job_id, run, rec, end)

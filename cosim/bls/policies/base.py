@@ -207,6 +207,7 @@ class ClusterView(Protocol):
     free_pes: int
     running: Mapping[int, Any]  # job id -> `cosim.bls.state.Allocation`
     used_pes: np.ndarray  # per host: PEs used or promised
+    stamp: int  # changes whenever PEs change hands on a host outside whole-host starts/ends
 
     def free_mask(self) -> np.ndarray: ...
     def free_pe_array(self) -> np.ndarray: ...

@@ -234,6 +234,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
         starts.append(start)
         resizes.extend(shrinks)
         guests[start.job.id] = sharing
+        busy = busy.copy()
         for m in mates:  # mates' estimated ends moved: the profile sees them later
             cands = [c for c in cands if c.jid != m.jid]
             busy[m.hosts] = True
@@ -256,7 +257,7 @@ def _candidates(cluster, now: int, params: Params, in_sharing: set[int], busy: n
     cut-off, which depends on the guest); `busy`: the hosts with a guest. `shapes` caches,
     per job, what depends only on its allocation (a new `Allocation` object whenever its PEs
     or estimated end change): its hosts, PEs per host, weight, and whether every host can
-    give a PE."""
+    give a PE; and, as of the cluster's `stamp`, whether a guest is on one of its hosts."""
     out = []
     c = cluster.n_cores
     any_busy = bool(busy.any())
@@ -265,8 +266,7 @@ def _candidates(cluster, now: int, params: Params, in_sharing: set[int], busy: n
     if len(shapes) > 2 * len(running) + 64:  # forget the jobs that ended
         for jid in [j for j in shapes if j not in running]:
             del shapes[jid]
-    for jid in sorted(running):
-        a = running[jid]
+    for jid, a in running.items():  # (any order: candidates are ranked by penalty and id)
         job = a.job
         if not job.resizable or jid in in_sharing or not cluster.resizable(jid):
             continue
@@ -280,12 +280,16 @@ def _candidates(cluster, now: int, params: Params, in_sharing: set[int], busy: n
                 can = int(params.sharing_factor * len(a.hosts)) >= 1
             hosts, counts = cluster.host_counts(jid)
             w = len(hosts) if gran == "core" else int(params.sharing_factor * len(hosts))
-            hit = shapes[jid] = (a, can, hosts, counts, w)
-        _, can, hosts, counts, w = hit
+            hit = shapes[jid] = [a, can, hosts, counts, w, -1, False]
+        _, can, hosts, counts, w, stamp, guest = hit
         if not can:
             continue  # some host cannot give a PE
-        if any_busy and busy[hosts].any():
-            continue
+        if any_busy:  # a guest on one of its hosts? (kept while no PE changes hands)
+            if stamp != cluster.stamp:
+                guest = bool(busy[hosts].any())
+                hit[5], hit[6] = cluster.stamp, guest
+            if guest:
+                continue
         out.append(_Cand(jid=jid, alloc=a, hosts=hosts, counts=counts,
                          end=expected_end(a.estimated_end, now), w=w,
                          a=a.estimated_end - job.submit, o=max(job.walltime, 1)))
