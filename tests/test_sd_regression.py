@@ -84,3 +84,13 @@ def test_sd_policy_decisions_did_not_move(name):
 if __name__ == "__main__" and "--write" in sys.argv:
     GOLDEN.write_text("".join(f"{name} {n} {sha}\n" for name, (n, sha) in
                               ((k, digest(*v)) for k, v in sorted(VARIANTS.items()))))
+
+
+def test_the_arithmetic_layout_of_regular_mates_is_the_general_one(monkeypatch):
+    # every layout of the default variant has regular mates (cores 0..k-1, nobody else on
+    # their hosts): laying them all out the general way must take the same decisions
+    from cosim.bls.policies import sdpolicy
+
+    taken = []
+    monkeypatch.setattr(sdpolicy, "_regular", lambda m, cluster: taken.append(m.jid) and False)
+    assert digest(*VARIANTS["default"]) == _golden()["default"] and taken

@@ -457,8 +457,8 @@ def _malleable(job: Job, cands: list[_Cand], weights: set[int], cluster, now: in
 
 def _shares(job: Job, mates: list[_Cand], cluster, sf: float, gran: str):
     """What `_layout` decides, on PE counts per host only: ``(stretched walltime, hosts
-    ascending, mate index of each, PEs needed, free PEs taken, mate PEs taken, guest PEs)``
-    (arrays over the hosts), or None when a host cannot take its share or a minimum would be broken."""
+    ascending, mate index of each, PEs needed, free PEs taken, mate PEs taken, guest PEs,
+    the mate's PEs)`` (arrays over the hosts), or None when a host cannot take its share or a minimum would be broken."""
     c = cluster.n_cores
     if gran == "core":
         parts = [(m.hosts, m.counts) for m in mates]
@@ -503,7 +503,7 @@ def _shares(job: Job, mates: list[_Cand], cluster, sf: float, gran: str):
         return None  # a mate shrunk below its own minimum
     ref = len(need) * int(need.min())
     cur = len(got) * int(got.min())
-    return -(-job.walltime * ref // cur), hosts, which, need, take_free, stolen, got
+    return -(-job.walltime * ref // cur), hosts, which, need, take_free, stolen, got, mine
 
 
 def _give(m: _Cand, cluster, sf: float) -> int:
@@ -536,8 +536,12 @@ def _layout(job: Job, mates: list[_Cand], cluster, gran: str, counted: tuple):
     mate, guest PEs per mate, (hosts, need per host), stretched walltime)``; on each host
     the highest free cores and (core granularity) the mate's highest cores but its master,
     or (host granularity) every PE of the mate there (vectorised over the hosts)."""
-    gw, hosts, which, need, take_free, stolen, counted_got = counted
+    gw, hosts, which, need, take_free, stolen, counted_got, mine = counted
     c = cluster.n_cores
+    hosts.flags.writeable = need.flags.writeable = False
+    if gran == "core" and all(_regular(m, cluster) for m in mates):
+        return (*_regular_layout(mates, c, hosts, which, take_free, stolen, mine),
+                (hosts, need), gw)
     mate_ids = np.array([m.jid for m in mates], dtype=np.int64)
     users, promised = cluster.pe_rows(hosts)
     free = (users < 0) & (promised < 0)
@@ -567,8 +571,40 @@ def _layout(job: Job, mates: list[_Cand], cluster, gran: str, counted: tuple):
                      for i, m in enumerate(mates)}
         owners = {m.jid: IndexSet.from_sorted(guest_pe[which[row] == i])
                   for i, m in enumerate(mates)}
-    hosts.flags.writeable = need.flags.writeable = False
     return (pes, stolen_by, owners, (hosts, need), gw)
+
+
+def _regular(m: _Cand, cluster) -> bool:
+    """True if mate `m` holds cores ``0 .. k-1`` of each of its hosts (k its PEs there), its
+    master PE is a core 0, and nobody else uses or is promised a PE on its hosts: then the
+    free cores of a host are the top ones and its highest cores never include its master
+    (the layout is arithmetic, `_regular_layout`)."""
+    c = cluster.n_cores
+    if m.alloc.master % c or not np.array_equal(cluster.used_pes[m.hosts], m.counts):
+        return False
+    held = cluster.pes_of(m.jid)
+    return held.n_runs <= len(m.hosts) and held == IndexSet.from_run_arrays(m.hosts * c,
+                                                                             m.counts)
+
+
+def _regular_layout(mates: list[_Cand], c: int, hosts: np.ndarray, which: np.ndarray,
+                    take_free: np.ndarray, stolen: np.ndarray, mine: np.ndarray):
+    """`_layout` at core granularity when every mate is `_regular`: on each host the guest
+    takes the top `take_free` cores (free) and the `stolen` cores below the mate's count
+    (the mate's highest), as runs, without a row of cores per host."""
+    base = hosts * c
+    steal_first = base + mine - stolen
+    pes = IndexSet.from_run_arrays(
+        np.stack([steal_first, base + c - take_free], axis=1).ravel(),
+        np.stack([stolen, take_free], axis=1).ravel())
+    stolen_by, owners = {}, {}
+    for i, m in enumerate(mates):
+        mask = which == i if len(mates) > 1 else slice(None)
+        stolen_by[m.jid] = IndexSet.from_run_arrays(steal_first[mask], stolen[mask])
+        owners[m.jid] = pes if len(mates) == 1 else IndexSet.from_run_arrays(
+            np.stack([steal_first[mask], (base + c - take_free)[mask]], axis=1).ravel(),
+            np.stack([stolen[mask], take_free[mask]], axis=1).ravel())
+    return pes, stolen_by, owners
 
 
 def _keeps_head(pv: PassView, ep: Plan, mates: list[_Cand], job: Job) -> bool:
