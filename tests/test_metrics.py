@@ -202,3 +202,22 @@ def test_busy_hosts_of_shared_hosts_equal_the_per_host_count(rows):
         b[i] = (i, h, n, core + 1, 1, s, s + dur, 0, i)
     got, want = busy_host_series(b), _busy_hosts_per_host(b)
     assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+@pytest.mark.parametrize("policy,cores,seed", [("sd", 4, 1), ("sd", 16, 2), ("sd", 1, 3),
+                                               ("equi", 4, 4), ("equi", 16, 5)])
+def test_busy_hosts_of_malleable_runs_equal_the_per_host_count(policy, cores, seed):
+    # real logs: full-host rows (every core) next to rows of shared hosts
+    from cosim.output.tables import busy_host_series, busy_rows
+    from cosim.testing.workloads import lublin_like
+    from cosim.workload.marking import mark_malleable
+
+    jobs = lublin_like(300, 64, np.random.default_rng(seed), load=0.9, cores=cores)
+    jobs = mark_malleable(jobs, 0.7, seed=seed)
+    res = simulate_batch(jobs, n_hosts=64, cores_per_host=cores,
+                         config=BatchConfig(malleable=policy, walltime_kill=policy == "sd"))
+    b = busy_rows(res.allocations)
+    full = (b["core"] == 0) & (b["pes"] == cores)
+    assert full.any() and (~full).any() or cores == 1  # both kinds of rows are there
+    got, want = busy_host_series(b), _busy_hosts_per_host(b)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

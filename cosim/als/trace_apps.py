@@ -260,7 +260,9 @@ class TraceApps:
             if len(pes) and pes[-1] >= len(self._pe_hosts):
                 raise ProtocolError(f"job {jid} started on PE {pes[-1]}, which does not exist")
         hosts, counts = self._counts(pes)
-        if hosts != list(cmd.hosts):  # also catches a spread overflowing a host's cores
+        given = cmd.hosts.to_array().tolist() if isinstance(cmd.hosts, IndexSet) else \
+            list(cmd.hosts)
+        if hosts != given:  # also catches a spread overflowing a host's cores
             raise ProtocolError(f"job {jid} started on hosts {list(cmd.hosts)} but its PEs "
                                 f"are on hosts {hosts}")
         run = _Run(job, pes, pes[0], cmd.time)

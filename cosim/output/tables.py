@@ -377,6 +377,28 @@ def busy_host_series(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # Busy rows never share a PE, so rows that all hold core 0 never share a host: the
         # count is their hosts summed (the cheap path of every whole-host run).
         return _steps(b["start"], b["end"], b["hosts"])
+    # A row holding every core ever used of its hosts (core 0 and the most PEs any row
+    # reaches) shares them with no other row while it lasts: those rows add their hosts; the
+    # others are swept (`_shared_hosts`); both series summed at every time of either.
+    full = (b["core"] == 0) & (b["pes"] == int((b["core"] + b["pes"]).max()))
+    if not full.any():
+        return _shared_hosts(b)
+    t1, v1 = _steps(b["start"][full], b["end"][full], b["hosts"][full])
+    t2, v2 = _shared_hosts(b[~full])
+    times = np.union1d(t1, t2)
+    return times, _value_at(t1, v1, times) + _value_at(t2, v2, times)
+
+
+def _value_at(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """A step series' values at the times `at` (0 before its first time)."""
+    i = np.searchsorted(times, at, side="right") - 1
+    return np.where(i >= 0, values[np.maximum(i, 0)] if len(values) else 0, 0)
+
+
+def _shared_hosts(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`busy_host_series` of rows that may share hosts."""
+    if not len(b):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     # Hosts may be shared (PE-level allocations): count each host once. A sweep over the
     # rows' starts and ends in time (ends first at one tick) keeps the rows holding each host;
     # a start turning hosts from 0 rows to some, or an end from some to 0, is a change: O(rows)
