@@ -200,7 +200,10 @@ class BatchScheduler:
         self._min_cores = min(cores)
         self._qkeys: list[tuple[Any, ...]] = []  # sorted queue keys ...
         self._qjobs: list[Job] = []  # ... and the jobs, in the same order
-        self._qsize: list[tuple[int, int]] = []  # ... and their (hosts, walltime)
+        # ... and their hosts and walltimes as arrays (new arrays at every change: a view
+        # handed to a policy never changes under it)
+        self._qhosts = np.zeros(0, dtype=np.int64)
+        self._qwall = np.zeros(0, dtype=np.int64)
         self._keys: dict[int, tuple[Any, ...]] = {}  # queued job id -> its key
         self._memo: Any = None
         self._wake: int | None = None  # a pass the backfill policy asked for
@@ -267,7 +270,9 @@ class BatchScheduler:
             self._keys[job.id] = key
             self._qkeys.insert(i, key)
             self._qjobs.insert(i, job)
-            self._qsize.insert(i, (job.hosts, job.walltime))
+            if self._dynamics:  # (only dynamic policies see the arrays)
+                self._qhosts = np.insert(self._qhosts, i, job.hosts)
+                self._qwall = np.insert(self._qwall, i, job.walltime)
             self._dirty = True
 
     # -- facts and own events -------------------------------------------------------------
@@ -407,9 +412,8 @@ class BatchScheduler:
                 continue
             if pol.replaces_backfill:
                 self.passes += 1
-            sizes = np.array(self._qsize, dtype=np.int64).reshape(-1, 2)
             view = DynamicView(now=now, queue=tuple(self._qjobs), cluster=self.state,
-                               queue_hosts=sizes[:, 0], queue_walltimes=sizes[:, 1],
+                               queue_hosts=self._qhosts, queue_walltimes=self._qwall,
                                expected=self._expected,
                                asked={k: frozenset(v) for k, v in self._asked.items()},
                                memo=self._memos.get(pol.name),
@@ -472,7 +476,10 @@ class BatchScheduler:
         if key is None:
             raise ProtocolError(f"plan starts job {job.id}, which is not queued")
         i = bisect_left(self._qkeys, key)
-        del self._qkeys[i], self._qjobs[i], self._qsize[i]
+        del self._qkeys[i], self._qjobs[i]
+        if self._dynamics:
+            self._qhosts = np.delete(self._qhosts, i)
+            self._qwall = np.delete(self._qwall, i)
         self._asked.pop(job.id, None)
         self._expected.pop(job.id, None)
 
