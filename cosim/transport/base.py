@@ -15,7 +15,7 @@ follow their job. This package depends on the protocol only (`cosim.protocol`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Protocol
 
