@@ -61,14 +61,14 @@ def pe_bounds(pes: int, *, min_pes: int = 0, max_pes: int = 0,
     """
     if min_pes:
         lo = min_pes
-    elif min_frac is not None:
-        lo = max(1, math.ceil(min_frac * pes))
+    elif min_frac is not None:  # ceil(min_frac x pes) in integers (exact, and fast)
+        lo = max(1, -(-pes * min_frac.numerator // min_frac.denominator))
     else:
         lo = pes
     if max_pes:
         hi = max_pes
     elif max_frac is not None:
-        hi = max(lo, math.floor(max_frac * pes))
+        hi = max(lo, pes * max_frac.numerator // max_frac.denominator)
     else:
         hi = pes
     return lo, hi
