@@ -439,19 +439,3 @@ def test_lublin_like_workload_all_policies():
         if kill and backfill != "none" and (backfill == "conservative" or prio == "fcfs"):
             assert all(outs[j].start <= t for j, t in result.first_reservation.items())
 
-
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from([1, 4, 16]), st.sets(st.integers(0, 299), max_size=40),
-       st.sets(st.integers(0, 300 * 16 - 1), min_size=70, max_size=1500))
-def test_pes_per_host_from_runs_equal_the_count_of_elements(cores, full, scattered):
-    # (the state counts a fragmented PE set per host from its runs, not its elements)
-    from cosim.bls.state import ClusterState
-    from cosim.core.indexset import IndexSet, sorted_counts
-
-    state = ClusterState([cores] * 300)
-    pes = {p for p in scattered if p < 300 * cores} | {h * cores + c for h in full
-                                                       for c in range(cores)}
-    s = IndexSet.of(sorted(pes))
-    hosts, counts = state._per_host(s)
-    want = sorted_counts(np.array(sorted(pes), dtype=np.int64) // cores)
-    assert hosts.tolist() == want[0].tolist() and counts.tolist() == want[1].tolist()

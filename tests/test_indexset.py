@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cosim.core.indexset import EMPTY, IndexSet, sorted_counts
@@ -95,3 +95,15 @@ def test_runs_given_as_arrays_are_the_runs_given_as_pairs(gaps_counts):
     s = IndexSet.from_run_arrays(np.array(first, dtype=np.int64), np.array(counts))
     assert s == IndexSet.from_runs(zip(first, counts)) and s.n_runs == \
         IndexSet.from_runs(zip(first, counts)).n_runs
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from([1, 4, 16]), st.sets(st.integers(0, 299), max_size=40),
+       st.sets(st.integers(0, 300 * 16 - 1), min_size=70, max_size=1500))
+def test_counts_per_block_from_the_runs_equal_the_count_of_elements(k, full, scattered):
+    # blocks of k: the hosts of PEs on k-core hosts (whole blocks and scattered elements)
+    xs = {x for x in scattered if x < 300 * k} | {b * k + c for b in full for c in range(k)}
+    s = IndexSet.of(sorted(xs))
+    blocks, counts = s.block_counts(k)
+    want = sorted_counts(np.array(sorted(xs), dtype=np.int64) // k)
+    assert blocks.tolist() == want[0].tolist() and counts.tolist() == want[1].tolist()

@@ -192,9 +192,11 @@ class TraceApps:
         """The hosts of `pes` (ascending) and the PEs on each (from the runs of `pes`, in
         O(runs + hosts) list work, when hosts have equal core counts)."""
         k = self._cores
-        if not k or pes.n_runs > 64:  # uneven hosts, or many runs: in numpy
-            pe_host = self._pe_hosts[pes.to_array()] if not k else pes.to_array() // k
-            hosts_a, counts_a = sorted_counts(pe_host)  # ascending
+        if not k:  # uneven hosts: in numpy, by element
+            hosts_a, counts_a = sorted_counts(self._pe_hosts[pes.to_array()])  # ascending
+            return hosts_a.tolist(), counts_a.tolist()
+        if pes.n_runs > 64:  # many runs: in numpy, from the runs
+            hosts_a, counts_a = pes.block_counts(k)
             return hosts_a.tolist(), counts_a.tolist()
         hosts: list[int] = []
         counts: list[int] = []

@@ -44,7 +44,7 @@ import numpy as np
 from cosim.bls.alloclog import (
     BORROWED, GUEST, OWN, YIELDED, AllocLog, merge_host_runs, rows_from_pes,
 )
-from cosim.core.indexset import EMPTY, IndexSet, sorted_counts
+from cosim.core.indexset import EMPTY, IndexSet
 from cosim.errors import ProtocolError
 from cosim.platform.allocation import spread_pes, spread_runs
 from cosim.workload.jobs import Job
@@ -510,28 +510,8 @@ class ClusterState:
         return IndexSet.from_sorted(h), h, n
 
     def _per_host(self, pes: IndexSet) -> tuple[np.ndarray, np.ndarray]:
-        """``(hosts ascending, PEs of `pes` on each)``: from the runs of a set of many runs
-        (O(runs + hosts), not O(PEs)), else from its elements."""
-        k = self.n_cores
-        if pes.n_runs <= 64:
-            return sorted_counts(pes.to_array() // k)
-        f, c = pes.run_arrays()
-        last = f + c - 1
-        h0, h1 = f // k, last // k
-        one = h0 == h1
-        if one.all():  # every run on one host (ascending; a host may hold several runs)
-            at = np.flatnonzero(np.concatenate(([True], h0[1:] != h0[:-1])))
-            return h0[at], np.add.reduceat(c, at)
-        span = ~one
-        lo, n = h0[span] + 1, h1[span] - h0[span] - 1  # the full hosts inside a run
-        mid = np.repeat(lo - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
-        hosts = np.concatenate((h0[one], h0[span], h1[span], mid))
-        count = np.concatenate((c[one], k - f[span] % k, last[span] % k + 1,
-                                np.full(len(mid), k, dtype=np.int64)))
-        order = np.argsort(hosts, kind="stable")
-        hosts, count = hosts[order], count[order]
-        at = np.flatnonzero(np.concatenate(([True], hosts[1:] != hosts[:-1])))
-        return hosts[at], np.add.reduceat(count, at)
+        """``(hosts ascending, PEs of `pes` on each)`` (`IndexSet.block_counts`)."""
+        return pes.block_counts(self.n_cores)
 
     def _count(self, pes: IndexSet, sign: int, used: np.ndarray | None = None) -> None:
         """Add ``sign`` x the PEs of `pes` to per-host counts `used` (default `used_pes`)."""

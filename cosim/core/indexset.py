@@ -201,6 +201,31 @@ class IndexSet(Sequence[int]):
             self._arr = out
         return out
 
+    def block_counts(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(blocks, counts)``: the blocks of `k` consecutive integers (block ``b`` holds
+        ``b k .. b k + k - 1``: the hosts of PEs on `k`-core hosts) that hold elements,
+        ascending, and how many each holds — from the runs, in O(runs + blocks) numpy work,
+        for a set of many runs; from the elements otherwise."""
+        if self._n <= _MANY_RUNS:
+            return sorted_counts(self.to_array() // k)
+        f, c = self._arrays()
+        last = f + c - 1
+        b0, b1 = f // k, last // k
+        one = b0 == b1
+        if one.all():  # every run inside one block (a block may hold several runs)
+            at = np.flatnonzero(np.concatenate(([True], b0[1:] != b0[:-1])))
+            return b0[at], np.add.reduceat(c, at)
+        span = ~one
+        n = b1[span] - b0[span] - 1  # the full blocks inside a run
+        full = np.repeat(b0[span] + 1 - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
+        blocks = np.concatenate((b0[one], b0[span], b1[span], full))
+        count = np.concatenate((c[one], k - f[span] % k, last[span] % k + 1,
+                                np.full(len(full), k, dtype=np.int64)))
+        order = np.argsort(blocks, kind="stable")
+        blocks, count = blocks[order], count[order]
+        at = np.flatnonzero(np.concatenate(([True], blocks[1:] != blocks[:-1])))
+        return blocks[at], np.add.reduceat(count, at)
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.to_array()
         return a if dtype is None else a.astype(dtype)
