@@ -204,6 +204,7 @@ class BatchScheduler:
         # handed to a policy never changes under it)
         self._qhosts = np.zeros(0, dtype=np.int64)
         self._qwall = np.zeros(0, dtype=np.int64)
+        self._qpes = np.zeros(0, dtype=np.int64)
         self._keys: dict[int, tuple[Any, ...]] = {}  # queued job id -> its key
         self._memo: Any = None
         self._wake: int | None = None  # a pass the backfill policy asked for
@@ -273,6 +274,7 @@ class BatchScheduler:
             if self._dynamics:  # (only dynamic policies see the arrays)
                 self._qhosts = np.insert(self._qhosts, i, job.hosts)
                 self._qwall = np.insert(self._qwall, i, job.walltime)
+                self._qpes = np.insert(self._qpes, i, job.pes)
             self._dirty = True
 
     # -- facts and own events -------------------------------------------------------------
@@ -414,6 +416,7 @@ class BatchScheduler:
                 self.passes += 1
             view = DynamicView(now=now, queue=tuple(self._qjobs), cluster=self.state,
                                queue_hosts=self._qhosts, queue_walltimes=self._qwall,
+                               queue_pes=self._qpes,
                                expected=self._expected,
                                asked={k: frozenset(v) for k, v in self._asked.items()},
                                memo=self._memos.get(pol.name),
@@ -480,6 +483,7 @@ class BatchScheduler:
         if self._dynamics:
             self._qhosts = np.delete(self._qhosts, i)
             self._qwall = np.delete(self._qwall, i)
+            self._qpes = np.delete(self._qpes, i)
         self._asked.pop(job.id, None)
         self._expected.pop(job.id, None)
 

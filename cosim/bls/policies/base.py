@@ -245,9 +245,9 @@ class DynamicView:
         What the policy returned as `Plan.memo` at its previous pass.
     pending:
         Jobs that left the queue for a `Start` still waiting for released PEs.
-    queue_hosts, queue_walltimes:
-        The hosts and walltimes of the queued jobs as ``int64`` arrays, in queue order (for
-        vectorised filters over a long queue; derived from `queue` when not given).
+    queue_hosts, queue_walltimes, queue_pes:
+        The hosts, walltimes and PEs of the queued jobs as ``int64`` arrays, in queue order
+        (for vectorised filters over a long queue; derived from `queue` when not given).
     """
 
     now: int
@@ -259,15 +259,18 @@ class DynamicView:
     pending: frozenset[int] = frozenset()
     queue_hosts: np.ndarray | None = None
     queue_walltimes: np.ndarray | None = None
+    queue_pes: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        if self.queue_hosts is None or self.queue_walltimes is None:
-            sizes = np.array([(j.hosts, j.walltime) for j in self.queue],
-                             dtype=np.int64).reshape(-1, 2)
+        if self.queue_hosts is None or self.queue_walltimes is None or self.queue_pes is None:
+            sizes = np.array([(j.hosts, j.walltime, j.pes) for j in self.queue],
+                             dtype=np.int64).reshape(-1, 3)
             object.__setattr__(self, "queue_hosts", sizes[:, 0])
             object.__setattr__(self, "queue_walltimes", sizes[:, 1])
-        elif not len(self.queue_hosts) == len(self.queue_walltimes) == len(self.queue):
-            raise ValueError("queue_hosts and queue_walltimes must match the queue")
+            object.__setattr__(self, "queue_pes", sizes[:, 2])
+        elif not len(self.queue_hosts) == len(self.queue_walltimes) == len(self.queue_pes) \
+                == len(self.queue):
+            raise ValueError("queue_hosts, queue_walltimes and queue_pes must match the queue")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

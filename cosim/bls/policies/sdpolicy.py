@@ -140,6 +140,7 @@ class _Cand:
     a: int = 0  # wait + current walltime: the penalty is (a + guest walltime) / o
     o: int = 1  # original walltime
     give: int = -1  # most PEs a guest can get on each of its hosts (-1: not known yet)
+    most: int = 0  # a bound of `give` from its allocation alone (`_candidates`)
 
 
 def decide(view: DynamicView, params: Params) -> Plan:
@@ -197,8 +198,9 @@ def decide(view: DynamicView, params: Params) -> Plan:
     cutoff = (params.max_slowdown if params.cutoff == "fixed" else
               dyn_avg_sd(running) if params.cutoff == "dynamic" else math.inf)
     weights = {c.w for c in cands}
-    reach = _reach(cands, cutoff, params.max_mates)
+    reach = _reach(cands, cutoff, params.max_mates, now, cluster.n_cores)
     queue, qh, qw = view.queue, view.queue_hosts, view.queue_walltimes
+    qfull = view.queue_pes == qh * cluster.n_cores  # jobs needing every core of a host
     while True:
         pv = PassView(now=now, n_hosts=cluster.n_hosts, free=free, queue=queue,
                       running=tuple(ends))
@@ -207,7 +209,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
         chosen = None
         stop = len(queue)
         if cands:  # the jobs that may pass a trial (`_reach`): the others would fail it
-            for i in _tried(reach, qh, qw):
+            for i in _tried(reach, qh, qw, qfull):
                 job = queue[i]
                 if job.id in static or not job.resizable:
                     continue
@@ -229,7 +231,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
             ends.append((now + max(job.walltime, 1), job.id, job.hosts, now))
         if chosen is None:
             break
-        queue, qh, qw = queue[stop + 1:], qh[stop + 1:], qw[stop + 1:]  # the rest re-planned
+        queue, qh, qw, qfull = queue[stop + 1:], qh[stop + 1:], qw[stop + 1:], qfull[stop + 1:]
         start, shrinks, sharing, mates = chosen
         starts.append(start)
         resizes.extend(shrinks)
@@ -243,7 +245,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
         ends.sort()
         cands = [c for c in cands if not busy[c.hosts].any()]  # the guest's free PEs too
         weights = {c.w for c in cands}
-        reach = _reach(cands, cutoff, params.max_mates)
+        reach = _reach(cands, cutoff, params.max_mates, now, cluster.n_cores)
         if not queue:
             break
     return Plan(starts=tuple(starts), resizes=tuple(resizes),
@@ -280,8 +282,11 @@ def _candidates(cluster, now: int, params: Params, in_sharing: set[int], busy: n
                 can = int(params.sharing_factor * len(a.hosts)) >= 1
             hosts, counts = cluster.host_counts(jid)
             w = len(hosts) if gran == "core" else int(params.sharing_factor * len(hosts))
-            hit = shapes[jid] = [a, can, hosts, counts, w, -1, False]
-        _, can, hosts, counts, w, stamp, guest = hit
+            # the most PEs a guest can get on every host (`_give` with every other core free:
+            # a bound of it that depends on the allocation only)
+            most = int((c - counts + np.maximum(np.minimum(give, counts - 1), 0)).min())
+            hit = shapes[jid] = [a, can, hosts, counts, w, -1, False, most]
+        _, can, hosts, counts, w, stamp, guest, most = hit
         if not can:
             continue  # some host cannot give a PE
         if any_busy:  # a guest on one of its hosts? (kept while no PE changes hands)
@@ -292,52 +297,82 @@ def _candidates(cluster, now: int, params: Params, in_sharing: set[int], busy: n
                 continue
         out.append(_Cand(jid=jid, alloc=a, hosts=hosts, counts=counts,
                          end=expected_end(a.estimated_end, now), w=w,
-                         a=a.estimated_end - job.submit, o=max(job.walltime, 1)))
+                         a=a.estimated_end - job.submit, o=max(job.walltime, 1),
+                         most=most if gran == "core" else c))
     return out
 
 
-def _reach(cands: list[_Cand], cutoff: float, max_mates: int) -> dict[int, float] | None:
-    """For each guest width (hosts) that 1 or 2 candidates' weights sum to, the longest guest
-    walltime for which they all stay under the cut-off (``p = (a + g) / o <= cutoff`` iff
-    ``g <= cutoff o - a``; a tick and 1e-9 of slack against rounding: a bound, the trial
-    decides): a job wider than no sum, or longer than its bound, fails its trial. None when
-    more than 2 mates are allowed (no bound then)."""
+def _reach(cands: list[_Cand], cutoff: float, max_mates: int, now: int,
+           c: int) -> tuple[dict[int, float], dict[int, float]] | None:
+    """Walltime bounds per guest width: a job wider than every key, or longer than its bound,
+    fails its trial, so it is not tried (the trial decides for the others).
+
+    For each width that 1 or 2 candidates' weights sum to: the longest guest walltime for
+    which they all stay under the cut-off (``p = (a + g) / o <= cutoff`` iff ``g <= cutoff o -
+    a``); and, for guests needing every core of their hosts (core granularity), also ending
+    inside the mates: such a guest gets at most `most` PEs a host of `c` (a bound of `_give`),
+    so it runs at least ``g c / most`` and ends inside mate m only if ``g (c - most) / most
+    <= m.end - now``.
+    Bounds carry a tick and 1e-9 of slack against rounding. None when more than 2 mates are
+    allowed (no bound then); ``(all jobs, jobs needing every core)`` otherwise."""
     if max_mates > 2:
         return None
-    top: dict[int, list[float]] = {}  # weight -> the two largest walltime bounds
-    for c in cands:
-        g = cutoff * c.o - c.a
+    ninf = -math.inf
+    every: dict[int, float] = {}
+    full: dict[int, float] = {}
+    rows = []
+    for m in cands:
+        g = cutoff * m.o - m.a
         if g != math.inf:
             g += max(1.0, abs(g) * 1e-9)
-        best = top.setdefault(c.w, [-math.inf, -math.inf])
-        if g > best[0]:
-            best[0], best[1] = g, best[0]
-        elif g > best[1]:
-            best[1] = g
-    reach = {w: b[0] for w, b in top.items()}
-    if max_mates == 2:
-        ws = sorted(top)
-        for i, w1 in enumerate(ws):
-            for w2 in ws[i:]:
-                g = top[w1][1] if w1 == w2 else min(top[w1][0], top[w2][0])
-                if g > reach.get(w1 + w2, -math.inf):
-                    reach[w1 + w2] = g
-    return reach
+        rows.append((m.w, g, m.most, m.end - now))
+    for i, (w, g, most, rem) in enumerate(rows):
+        if g > every.get(w, ninf):
+            every[w] = g
+        f = min(g, _inside(rem, most, c))
+        if f > full.get(w, ninf):
+            full[w] = f
+        if max_mates < 2:
+            continue
+        for w2, g2, most2, rem2 in rows[i + 1:]:
+            pair = w + w2
+            both = g if g < g2 else g2
+            if both > every.get(pair, ninf):
+                every[pair] = both
+            f = min(both, _inside(min(rem, rem2), min(most, most2), c))
+            if f > full.get(pair, ninf):
+                full[pair] = f
+    return every, full
 
 
-def _tried(reach: dict[int, float] | None, hosts: np.ndarray, walltimes: np.ndarray):
-    """Queue positions (ascending) of the jobs whose walltime is within `reach` of their
-    width: only they may pass a trial (all of them when there is no bound)."""
+def _inside(rem: int, most: int, c: int) -> float:
+    """The longest walltime of a guest needing every core of its hosts that can end inside
+    mates ending `rem` ticks from now when it gets at most `most` PEs a host (`_reach`),
+    with a tick and 1e-9 of slack."""
+    if most >= c:
+        return math.inf
+    if most <= 0:
+        return -math.inf
+    g = rem * most / (c - most)
+    return g + max(1.0, g * 1e-9)
+
+
+def _tried(reach, hosts: np.ndarray, walltimes: np.ndarray, full: np.ndarray):
+    """Queue positions (ascending) of the jobs whose walltime is within their width's bound
+    (`_reach`; `full`: the jobs needing every core of a host): only they may pass a trial
+    (all of them when there is no bound)."""
     if reach is None:
         return range(len(hosts))
-    if not len(hosts) or not reach:
+    every, whole = reach
+    if not len(hosts) or not every:
         return ()
     top = int(hosts.max()) + 1
-    lut = np.full(top, -np.inf)
-    for w, g in reach.items():
-        if w < top:
-            lut[w] = g
-    return np.flatnonzero(walltimes <= lut[hosts]).tolist()
+    bound = np.full((2, top), -np.inf)
+    for row, r in ((0, every), (1, whole)):
+        for w, g in r.items():
+            if w < top:
+                bound[row, w] = g
+    return np.flatnonzero(walltimes <= bound[full.astype(np.intp), hosts]).tolist()
 
 
 def _regain(cluster, g: int, info: Sharing, running) -> IndexSet:
