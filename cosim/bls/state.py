@@ -30,7 +30,10 @@ scheduler mutates it. Every interval of use is written to `log` (`cosim.bls.allo
 closes: whole-host jobs at their end (and RCA yields, lends), explicit-PE jobs whenever PEs
 change (a whole-host job becomes one at its first resize: its open intervals close there and
 reopen on the PEs it keeps). Cost: `allocate` and `release` are O(hosts of the job) numpy
-work; resizes O(PEs changed).
+work; resizes O(PEs changed). What policies read every pass is kept, not recomputed: hosts
+with a guest (counts per host), each explicit job's sole hosts and PEs per host (recomputed
+only when a host of it has a newer *stamp*: every PE change outside whole-host starts and
+ends stamps its hosts), each host's single user (refreshed lazily).
 """
 
 from __future__ import annotations

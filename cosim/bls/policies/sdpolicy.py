@@ -48,9 +48,11 @@ memo also caches what a candidate's allocation alone decides, keyed by the alloc
 
 Speed (200,000 jobs on 5,040 hosts is the target): a pass is O(running jobs + queued jobs)
 Python work; `_reach` bounds, per guest width, the walltime any 1-2 candidates can take under
-the cut-off, so most queued jobs are never tried; a trial ranks the combinations by their
-objective and checks them in that order on PE counts per host (`_shares`), laying out PEs
-only for the one chosen (`_layout`; the two are checked against each other).
+the cut-off (and, for guests needing every core, ending inside them), so most queued jobs are
+never tried; a trial ranks the combinations by their objective and checks them in that order
+on PE counts per host (`_shares`), laying out PEs only for the one chosen (`_layout`, as runs
+when the mates are regular; checked against the counts). None of this changes a decision:
+`tests/test_sd_regression.py` pins them with digests written before it existed.
 """
 
 from __future__ import annotations
