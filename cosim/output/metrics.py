@@ -41,11 +41,22 @@ BSLD_THRESHOLD_S = 10.0
 """The bounded-slowdown threshold tau, in seconds (Feitelson et al. 1997)."""
 
 
+class _Ran(list):
+    """The jobs that ran, with their columns (`_columns`) computed once: `summary` hands it
+    to every metric."""
+
+    cols: tuple[np.ndarray, ...]
+
+
 def _ran(outcomes: Sequence[JobOutcome]) -> list[JobOutcome]:
+    if isinstance(outcomes, _Ran):
+        return outcomes
     return [o for o in outcomes if o.status != "rejected"]
 
 
 def _columns(outcomes: Sequence[JobOutcome]) -> tuple[np.ndarray, ...]:
+    if isinstance(outcomes, _Ran):
+        return outcomes.cols
     ran = _ran(outcomes)
     submit = np.fromiter((o.job.submit for o in ran), dtype=np.int64, count=len(ran))
     start = np.fromiter((o.start for o in ran), dtype=np.int64, count=len(ran))
@@ -311,7 +322,8 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     (the same values for the others); ``unfair_jobs`` replays each job on every host it
     ever used.
     """
-    ran = _ran(outcomes)
+    ran = _Ran(_ran(outcomes))
+    ran.cols = _columns(list(ran))
     return {
         "jobs": len(ran),
         "rejected": len(outcomes) - len(ran),
