@@ -221,3 +221,24 @@ def test_busy_hosts_of_malleable_runs_equal_the_per_host_count(policy, cores, se
     assert full.any() and (~full).any() or cores == 1  # both kinds of rows are there
     got, want = busy_host_series(b), _busy_hosts_per_host(b)
     assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def test_summary_equals_each_metric_computed_alone():
+    # (the summary builds the jobs' columns once for all metrics)
+    from cosim.testing.workloads import lublin_like
+    from cosim.workload.marking import mark_malleable
+
+    jobs = mark_malleable(lublin_like(300, 64, np.random.default_rng(9), load=0.9, cores=4),
+                          0.5, seed=2)
+    res = simulate_batch(jobs, n_hosts=64, cores_per_host=4, config=BatchConfig(malleable="sd"))
+    o, a = list(res.outcomes), res.allocations
+    s = metrics.summary(o, 64, cores_per_host=4, allocations=a)
+    alone = {"makespan_s": metrics.makespan(o), "mean_wait_s": metrics.mean_wait(o),
+             "utilization": metrics.utilization(o, 64, allocations=a),
+             "mean_response_s": metrics.mean_response(o),
+             "mean_slowdown": metrics.mean_slowdown(o),
+             "mean_bounded_slowdown": metrics.mean_bounded_slowdown(o),
+             "loss_of_capacity": metrics.loss_of_capacity(o, 64, allocations=a),
+             "unfair_jobs": metrics.unfair_jobs(o, 64),
+             "pe_utilization": metrics.pe_utilization(o, 64, 4, allocations=a)}
+    assert {k: s[k] for k in alone} == alone and s["jobs"] == len(o)
