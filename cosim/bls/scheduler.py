@@ -200,11 +200,11 @@ class BatchScheduler:
         self._min_cores = min(cores)
         self._qkeys: list[tuple[Any, ...]] = []  # sorted queue keys ...
         self._qjobs: list[Job] = []  # ... and the jobs, in the same order
-        # ... and their hosts and walltimes as arrays (new arrays at every change: a view
-        # handed to a policy never changes under it)
-        self._qhosts = np.zeros(0, dtype=np.int64)
-        self._qwall = np.zeros(0, dtype=np.int64)
-        self._qpes = np.zeros(0, dtype=np.int64)
+        # ... and their hosts, walltimes and PEs (lists: arrays are made for each pass of a
+        # dynamic policy)
+        self._qhosts: list[int] = []
+        self._qwall: list[int] = []
+        self._qpes: list[int] = []
         self._keys: dict[int, tuple[Any, ...]] = {}  # queued job id -> its key
         self._memo: Any = None
         self._wake: int | None = None  # a pass the backfill policy asked for
@@ -271,10 +271,9 @@ class BatchScheduler:
             self._keys[job.id] = key
             self._qkeys.insert(i, key)
             self._qjobs.insert(i, job)
-            if self._dynamics:  # (only dynamic policies see the arrays)
-                self._qhosts = np.insert(self._qhosts, i, job.hosts)
-                self._qwall = np.insert(self._qwall, i, job.walltime)
-                self._qpes = np.insert(self._qpes, i, job.pes)
+            self._qhosts.insert(i, job.hosts)
+            self._qwall.insert(i, job.walltime)
+            self._qpes.insert(i, job.pes)
             self._dirty = True
 
     # -- facts and own events -------------------------------------------------------------
@@ -415,8 +414,9 @@ class BatchScheduler:
             if pol.replaces_backfill:
                 self.passes += 1
             view = DynamicView(now=now, queue=tuple(self._qjobs), cluster=self.state,
-                               queue_hosts=self._qhosts, queue_walltimes=self._qwall,
-                               queue_pes=self._qpes,
+                               queue_hosts=np.array(self._qhosts, dtype=np.int64),
+                               queue_walltimes=np.array(self._qwall, dtype=np.int64),
+                               queue_pes=np.array(self._qpes, dtype=np.int64),
                                expected=self._expected,
                                asked={k: frozenset(v) for k, v in self._asked.items()},
                                memo=self._memos.get(pol.name),
@@ -479,11 +479,7 @@ class BatchScheduler:
         if key is None:
             raise ProtocolError(f"plan starts job {job.id}, which is not queued")
         i = bisect_left(self._qkeys, key)
-        del self._qkeys[i], self._qjobs[i]
-        if self._dynamics:
-            self._qhosts = np.delete(self._qhosts, i)
-            self._qwall = np.delete(self._qwall, i)
-            self._qpes = np.delete(self._qpes, i)
+        del self._qkeys[i], self._qjobs[i], self._qhosts[i], self._qwall[i], self._qpes[i]
         self._asked.pop(job.id, None)
         self._expected.pop(job.id, None)
 
