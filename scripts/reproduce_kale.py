@@ -53,10 +53,8 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -261,15 +259,9 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"--baseline: repeated value in {','.join(args.baseline)!r}")
     fs = floats(args.f, "--f", 0.0, 1.0)
     reconfs = floats(args.reconf, "--reconf", 0.0)
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    workers = args.workers if args.workers is not None else (cpus or 1)
-    if workers < 1:
-        fail(f"--workers must be >= 1, got {workers}")
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        fail(f"--out: cannot create {out}: {exc.strerror}")
+    from cosim.testing.study import run_all, workers_and_out
+
+    workers, out = workers_and_out(args.workers, args.out, fail)
 
     seeds = range(1, args.seeds + 1)
     common = {"jobs": args.jobs, "share": args.share, "queue": args.queue, "alloc": args.alloc}
@@ -283,16 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(tasks)} simulations of {args.jobs:,} jobs ({len(tasks) * args.jobs:,} jobs) "
           f"on {workers} worker(s); alloc {args.alloc}, equipartition share {args.share}, "
           f"queue {args.queue}; baseline(s) {', '.join(args.baseline)}", flush=True)
-    wall0 = time.perf_counter()
-    results: dict[int, Result] = {}
-    if workers == 1:
-        for i in order:
-            results[i] = run(tasks[i])
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for i, r in zip(order, pool.map(run, [tasks[i] for i in order])):
-                results[i] = r
-    wall = time.perf_counter() - wall0
+    results, wall = run_all(run, tasks, order, workers)
 
     per: dict[tuple, list[Result]] = {}
     for i, t in enumerate(tasks):

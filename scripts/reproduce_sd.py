@@ -74,10 +74,8 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -579,15 +577,9 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"--width must be >= 8, got {args.width}")
     if not traces and not esp_apps:
         fail("nothing to run")
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    workers = args.workers if args.workers is not None else (cpus or 1)
-    if workers < 1:
-        fail(f"--workers must be >= 1, got {workers}")
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        fail(f"--out: cannot create {out}: {exc.strerror}")
+    from cosim.testing.study import run_all, workers_and_out
+
+    workers, out = workers_and_out(args.workers, args.out, fail)
 
     # -- the machines and the tasks ------------------------------------------------------
     from cosim.paths import TRACES_DIR
@@ -657,16 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     n_trace = sum(isinstance(t, TraceTask) for t in tasks)
     print(f"{PROG}: {n_trace} trace simulations ({', '.join(TRACES[t][1] for t in traces) or '-'}"
           f"), {len(tasks) - n_trace} ESP co-simulations, on {workers} worker(s)", flush=True)
-    wall0 = time.perf_counter()
-    results: dict[int, Result] = {}
-    if workers == 1:
-        for i in order:
-            results[i] = run(tasks[i])
-    else:
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
-            for i, r in zip(order, pool.map(run, [tasks[i] for i in order])):
-                results[i] = r
-    wall = time.perf_counter() - wall0
+    results, wall = run_all(run, tasks, order, workers)
     for i, r in results.items():
         if r.error:
             task = tasks[i]

@@ -275,15 +275,9 @@ class ClusterState:
             out = out.union(self._runs[jid].releasing_for[job_id])
         return out
 
-    def guest_hosts(self) -> np.ndarray:
-        """Hosts with a guest on them: PEs used in the guest role, or promised to a job."""
-        if not self._n_guests and not self.promised_pes:
-            return np.zeros(0, dtype=np.int64)
-        return np.flatnonzero(self.guest_mask())
-
     def guest_mask(self) -> np.ndarray:
-        """Read-only boolean array: True for the hosts `guest_hosts` lists (kept until PEs
-        change somewhere: `stamp`)."""
+        """Read-only boolean array: True for the hosts with a guest on them (PEs used in the
+        guest role, or promised to a job); kept until PEs change somewhere (`stamp`)."""
         stamp, mask = self._guest_mask
         if stamp != self._stamp:
             mask = (self._guest_n > 0) | (self._promised_n > 0)
@@ -339,13 +333,6 @@ class ClusterState:
     def pe_rows(self, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the users and the promised-to jobs of every core of `hosts`."""
         return self.pe_user[hosts], self._promised[hosts]
-
-    def host_pes(self, job_id: int, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For each of `hosts`: the PEs `job_id` uses there and the free PEs (neither used
-        nor promised), as counts."""
-        rows = self.pe_user[hosts]
-        free = (rows < 0) & (self._promised[hosts] < 0)
-        return (rows == job_id).sum(axis=1), free.sum(axis=1)
 
     def resizable(self, job_id: int) -> bool:
         """False for a job that lent or borrowed hosts (RCA: its allocation is host-level)."""
@@ -508,7 +495,7 @@ class ClusterState:
         return IndexSet.from_sorted(self._per_host(pes)[0])
 
     def _by_host(self, pes: IndexSet) -> tuple[IndexSet, np.ndarray, np.ndarray]:
-        """``(hosts, hosts as an array, PEs of `pes` on each)`` (multi-run sets)."""
+        """``(hosts, hosts as an array, PEs of `pes` on each)``."""
         h, n = self._per_host(pes)
         return IndexSet.from_sorted(h), h, n
 
@@ -578,7 +565,7 @@ class ClusterState:
         if ((p >= 0) & (p != jid)).any():
             raise ProtocolError(f"job {jid}: PE promised to job {int(p[p >= 0][0])}")
         mine = self.promised_pes.get(jid)
-        moved = mine is not None and pes.n_runs > 1 and mine == pes
+        moved = mine is not None and mine == pes
         if moved:  # every PE was held for it: promised -> used, the use counts stay
             del self.promised_pes[jid]
             promised[ix] = -1
@@ -755,34 +742,34 @@ class ClusterState:
             raise ProtocolError(f"job {job_id} releases PEs it was not asked for")
         run.releasing = run.releasing.difference(pes)
         self._log_pes(run, pes, now)
-        whom = run.releasing_for
-        if len(whom) == 1 and pes.n_runs > 1 and next(iter(whom.values())) == pes:
-            self._give_back(pes, to=next(iter(whom)))  # all of it for one waiting job
-            self._pass_on(run, EMPTY, done=True)
-        else:
-            self._give_back(pes)
-            self._pass_on(run, pes)
+        rest = self._pass_on(run, pes)
+        if len(rest):
+            self._give_back(rest)
         run.pes = run.pes.difference(pes)
         self._update_hosts(run)
 
-    def _pass_on(self, run: _Run, pes: IndexSet, done: bool = False) -> None:
-        """PEs released by `run` that a shrink took for a queued job are promised to it
-        (`done`: they were, all of them; only the bookkeeping is left)."""
+    def _pass_on(self, run: _Run, pes: IndexSet) -> IndexSet:
+        """Released PEs `pes` of `run` that a shrink took for a queued job are promised to it
+        at once (`_give_back` with `to`); returns the others, which the caller frees."""
+        rest = pes
         for for_job in sorted(run.releasing_for):
             mine = run.releasing_for[for_job]
-            part = mine if done else mine.intersection(pes)
-            if len(part):
-                if not done:
-                    self.promise(for_job, part)
-                left = EMPTY if done else mine.difference(part)
-                if len(left):
-                    run.releasing_for[for_job] = left
-                else:
-                    del run.releasing_for[for_job]
-                    jobs = self._coming[for_job]
-                    jobs.discard(run.alloc.job.id)
-                    if not jobs:
-                        del self._coming[for_job]
+            whole = mine == rest  # (the usual case: everything released at once, for it)
+            part = mine if whole else mine.intersection(rest)
+            if not len(part):
+                continue
+            self._give_back(part, to=for_job)
+            rest = EMPTY if whole else rest.difference(part)
+            left = EMPTY if whole else mine.difference(part)
+            if len(left):
+                run.releasing_for[for_job] = left
+            else:
+                del run.releasing_for[for_job]
+                jobs = self._coming[for_job]
+                jobs.discard(run.alloc.job.id)
+                if not jobs:
+                    del self._coming[for_job]
+        return rest
 
     def expand(self, job_id: int, pes: IndexSet, now: int) -> None:
         """Give the free PEs `pes` to running job `job_id` from `now` on."""
@@ -898,10 +885,10 @@ class ClusterState:
 
     def _release_explicit(self, jid: int, run: _Run, end: int) -> None:
         self._log_pes(run, run.pes, end)
-        self._give_back(run.pes)
+        passed = run.releasing.difference(self._pass_on(run, run.releasing))
+        self._give_back(run.pes.difference(passed) if len(passed) else run.pes)
         if run.guest:
             self._n_guests -= 1
-        self._pass_on(run, run.releasing)
 
     def _release_whole(self, jid: int, run: _Run, rec: _Rca | None, end: int) -> None:
         idx = run.idx

@@ -1,0 +1,52 @@
+"""What the study scripts (``scripts/reproduce_*.py``) share: their worker count and output
+folder, checked the same way.
+
+`workers_and_out` turns ``--workers`` (None: the CPUs this process may use) and ``--out``
+into a worker count and a created folder, or calls the script's `fail` with a one-line
+message naming the option. `run_all` runs the simulations in a given order (the longest
+first, so that a process pool's tail stays short) in-process or over a pool, and returns
+each result under its task's index with the wall time taken.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+__all__ = ["workers_and_out", "run_all"]
+
+
+def workers_and_out(workers: int | None, out: str,
+                    fail: Callable[[str], object]) -> tuple[int, Path]:
+    """``(worker count, output folder)`` of a study script; `fail` on bad values."""
+    if workers is None:
+        cpus = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                else os.cpu_count())
+        workers = cpus or 1
+    if workers < 1:
+        fail(f"--workers must be >= 1, got {workers}")
+    path = Path(out)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--out: cannot create {path}: {exc.strerror}")
+    return workers, path
+
+
+def run_all(run: Callable[[Any], Any], tasks: Sequence[Any], order: Sequence[int],
+            workers: int) -> tuple[dict[int, Any], float]:
+    """``({task index: run(task)}, wall seconds)``, the tasks started in `order`."""
+    wall0 = time.perf_counter()
+    results: dict[int, Any] = {}
+    if workers == 1:
+        for i in order:
+            results[i] = run(tasks[i])
+    else:
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+            for i, r in zip(order, pool.map(run, [tasks[i] for i in order])):
+                results[i] = r
+    return results, time.perf_counter() - wall0
