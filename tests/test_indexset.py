@@ -107,3 +107,33 @@ def test_counts_per_block_from_the_runs_equal_the_count_of_elements(k, full, sca
     blocks, counts = s.block_counts(k)
     want = sorted_counts(np.array(sorted(xs), dtype=np.int64) // k)
     assert blocks.tolist() == want[0].tolist() and counts.tolist() == want[1].tolist()
+
+
+def _from_gaps(gaps_counts):
+    out, at = set(), 0
+    for gap, n in gaps_counts:  # runs separated by a gap of at least one: all maximal
+        at += gap
+        out.update(range(at, at + n))
+        at += n
+    return out
+
+
+runs_sets = st.lists(st.tuples(st.integers(1, 40), st.integers(1, 30)), min_size=66,
+                     max_size=120).map(_from_gaps)
+
+
+@given(runs_sets, runs_sets, st.booleans())
+def test_fragmented_sets_of_long_runs_take_the_run_path_with_the_same_results(a, b, share):
+    """Sets of many runs (a mate's PEs: some cores of each of many hosts) go through the
+    vectorised run algebra; it equals Python's set algebra, subsets included."""
+    b = b | set(sorted(a)[::3]) if share else b
+    x, y = IndexSet.of(a), IndexSet.of(b)
+    assert x.n_runs > 64  # the run path
+    assert x.union(y) == tuple(sorted(a | b)) and y.union(x) == tuple(sorted(a | b))
+    assert x.difference(y) == tuple(sorted(a - b)) and x.intersection(y) == tuple(sorted(a & b))
+    assert x.issubset(y) == (a <= b) and x.issubset(x.union(y))
+    assert x.difference(y).issubset(x) and not (a - b and x.issubset(y))
+    assert x.isdisjoint(y) == a.isdisjoint(b)
+    assert all(c >= 1 for _, c in x.union(y).runs)  # maximal runs: none touches the next
+    u = x.union(y).runs
+    assert all(f1 + c1 < f2 for (f1, c1), (f2, _) in zip(u, u[1:]))

@@ -468,4 +468,5 @@ def test_per_host_counts_from_runs_equal_the_array_count(pes, cores):
     apps = TraceApps({}, pe_hosts(48 // cores, cores))
     s = IndexSet.of(pes)
     hosts, counts = np.unique(np.array(sorted(pes)) // cores, return_counts=True)
-    assert apps._counts(s) == (hosts.tolist(), counts.tolist())
+    got_hosts, got_counts = apps._counts(s)
+    assert got_hosts.tolist() == hosts.tolist() and got_counts.tolist() == counts.tolist()

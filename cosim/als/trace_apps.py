@@ -55,7 +55,7 @@ from cosim.protocol.messages import (
     StartApp,
 )
 from cosim.workload.jobs import Job
-from cosim.workload.runtime_models import EXACT_MODELS, model_pes, rate
+from cosim.workload.runtime_models import EXACT_MODELS, host_paced, model_pes, rate
 
 __all__ = ["TraceApps"]
 
@@ -188,38 +188,20 @@ class TraceApps:
         return AlsTotals()
 
     # -- the models ---------------------------------------------------------------------------
-    def _counts(self, pes: IndexSet) -> tuple[list[int], list[int]]:
-        """The hosts of `pes` (ascending) and the PEs on each (from the runs of `pes`, in
-        O(runs + hosts) list work, when hosts have equal core counts)."""
+    def _counts(self, pes: IndexSet) -> tuple[np.ndarray, np.ndarray]:
+        """The hosts of `pes` (ascending) and the PEs on each (from the runs of `pes` when
+        hosts have equal core counts)."""
         k = self._cores
-        if not k:  # uneven hosts: in numpy, by element
-            hosts_a, counts_a = sorted_counts(self._pe_hosts[pes.to_array()])  # ascending
-            return hosts_a.tolist(), counts_a.tolist()
-        if pes.n_runs > 64:  # many runs: in numpy, from the runs
-            hosts_a, counts_a = pes.block_counts(k)
-            return hosts_a.tolist(), counts_a.tolist()
-        hosts: list[int] = []
-        counts: list[int] = []
-        for f, c in pes.runs:
-            e = f + c
-            h0, h1 = f // k, (e - 1) // k
-            if h0 == h1:
-                parts = [(h0, c)]
-            else:
-                parts = [(h0, k - f % k)]
-                if h1 > h0 + 1:
-                    parts.append((h0 + 1, -1))  # the full hosts h0+1 .. h1-1
-                parts.append((h1, (e - 1) % k + 1))
-            for h, n in parts:
-                if n < 0:
-                    hosts.extend(range(h0 + 1, h1))
-                    counts.extend([k] * (h1 - h0 - 1))
-                elif hosts and hosts[-1] == h:
-                    counts[-1] += n
-                else:
-                    hosts.append(h)
-                    counts.append(n)
-        return hosts, counts
+        if not k:  # uneven hosts: by element
+            return sorted_counts(self._pe_hosts[pes.to_array()])
+        return pes.block_counts(k)
+
+    def _speed_counts(self, model, pes: IndexSet, counts: np.ndarray | None = None):
+        """What `model_pes` needs of an allocation on `pes` (`counts`: its PEs per host, if
+        known): the PEs per host for a host-paced model, else their total alone."""
+        if not host_paced(model):
+            return (len(pes),)
+        return (self._counts(pes)[1] if counts is None else counts).tolist()
 
     def _reference_pes(self, hosts: Sequence[int], pes: int) -> IndexSet:
         """The spread rule's global PEs (`job_pe_indices`) as runs, without listing them."""
@@ -262,13 +244,13 @@ class TraceApps:
             if len(pes) and pes[-1] >= len(self._pe_hosts):
                 raise ProtocolError(f"job {jid} started on PE {pes[-1]}, which does not exist")
         hosts, counts = self._counts(pes)
-        given = cmd.hosts.to_array().tolist() if isinstance(cmd.hosts, IndexSet) else \
-            list(cmd.hosts)
-        if hosts != given:  # also catches a spread overflowing a host's cores
+        given = cmd.hosts.to_array() if isinstance(cmd.hosts, IndexSet) else \
+            np.asarray(cmd.hosts, dtype=np.int64)
+        if not np.array_equal(hosts, given):  # also catches a spread overflowing a host's cores
             raise ProtocolError(f"job {jid} started on hosts {list(cmd.hosts)} but its PEs "
-                                f"are on hosts {hosts}")
+                                f"are on hosts {hosts.tolist()}")
         run = _Run(job, pes, pes[0], cmd.time)
-        self._set_speed(run, counts)
+        self._set_speed(run, self._speed_counts(job.model, pes, counts))
         run.end = cmd.time + self._remaining_ticks(run)
         return run
 
@@ -344,7 +326,7 @@ class TraceApps:
         model = job.model
         stall = to_ticks(model.reconf_s + model.reconf_pe_s * len(pes))
         run.stall_end = max(run.stall_end, t + stall)
-        self._set_speed(run, self._counts(new)[1])
+        self._set_speed(run, self._speed_counts(model, new))
         end = max(t, run.stall_end) + self._remaining_ticks(run)
         if end != run.end:
             self._events.cancel(self._pending[jid])

@@ -55,12 +55,11 @@ only walltimes (estimates) and the facts it is told.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
-
-import numpy as np
 
 from cosim.bls import policies
 from cosim.bls.policies.base import (
@@ -200,11 +199,9 @@ class BatchScheduler:
         self._min_cores = min(cores)
         self._qkeys: list[tuple[Any, ...]] = []  # sorted queue keys ...
         self._qjobs: list[Job] = []  # ... and the jobs, in the same order
-        # ... and their hosts, walltimes and PEs (lists: arrays are made for each pass of a
-        # dynamic policy)
-        self._qhosts: list[int] = []
-        self._qwall: list[int] = []
-        self._qpes: list[int] = []
+        # ... and indexed by (hosts, needs every core), by walltime (`DynamicView.queue_index`)
+        self._qindex: dict[tuple[int, bool], list[tuple[int, tuple[Any, ...]]]] = {}
+        self._qindex_view = MappingProxyType(self._qindex)
         self._keys: dict[int, tuple[Any, ...]] = {}  # queued job id -> its key
         self._memo: Any = None
         self._wake: int | None = None  # a pass the backfill policy asked for
@@ -271,9 +268,7 @@ class BatchScheduler:
             self._keys[job.id] = key
             self._qkeys.insert(i, key)
             self._qjobs.insert(i, job)
-            self._qhosts.insert(i, job.hosts)
-            self._qwall.insert(i, job.walltime)
-            self._qpes.insert(i, job.pes)
+            insort(self._qindex.setdefault(self._qclass(job), []), (job.walltime, key))
             self._dirty = True
 
     # -- facts and own events -------------------------------------------------------------
@@ -414,9 +409,7 @@ class BatchScheduler:
             if pol.replaces_backfill:
                 self.passes += 1
             view = DynamicView(now=now, queue=tuple(self._qjobs), cluster=self.state,
-                               queue_hosts=np.array(self._qhosts, dtype=np.int64),
-                               queue_walltimes=np.array(self._qwall, dtype=np.int64),
-                               queue_pes=np.array(self._qpes, dtype=np.int64),
+                               queue_keys=tuple(self._qkeys), queue_index=self._qindex_view,
                                expected=self._expected,
                                asked={k: frozenset(v) for k, v in self._asked.items()},
                                memo=self._memos.get(pol.name),
@@ -474,12 +467,21 @@ class BatchScheduler:
                 out.append(self._launch(item, now))
         return out
 
+    def _qclass(self, job: Job) -> tuple[int, bool]:
+        """A queued job's entry in the queue index: (hosts, needs every core of them)."""
+        return job.hosts, job.pes == job.hosts * self.state.n_cores
+
     def _dequeue(self, job: Job) -> None:
         key = self._keys.pop(job.id, None)
         if key is None:
             raise ProtocolError(f"plan starts job {job.id}, which is not queued")
         i = bisect_left(self._qkeys, key)
-        del self._qkeys[i], self._qjobs[i], self._qhosts[i], self._qwall[i], self._qpes[i]
+        del self._qkeys[i], self._qjobs[i]
+        cls = self._qclass(job)
+        entries = self._qindex[cls]
+        del entries[bisect_left(entries, (job.walltime, key))]
+        if not entries:
+            del self._qindex[cls]
         self._asked.pop(job.id, None)
         self._expected.pop(job.id, None)
 

@@ -313,11 +313,20 @@ class IndexSet(Sequence[int]):
     def union(self, other: Iterable[int]) -> IndexSet:
         """Elements of either set."""
         o = IndexSet.of(other)
-        if self._n + o._n > _MANY_RUNS:  # fragmented sets: in numpy
-            merged = np.sort(np.concatenate((self.to_array(), o.to_array())), kind="mergesort")
-            if merged.size:
-                merged = merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
-            return IndexSet.from_sorted(merged)
+        if self._n + o._n > _MANY_RUNS:  # fragmented sets: in numpy, on the runs
+            if not o._n or not self._n:
+                return self if o._n == 0 else o
+            (f1, c1), (f2, c2) = self._arrays(), o._arrays()
+            first = np.concatenate((f1, f2))
+            end = np.concatenate((f1 + c1, f2 + c2))
+            order = np.argsort(first, kind="stable")
+            first, end = first[order], np.maximum.accumulate(end[order])
+            new = np.empty(len(first), dtype=bool)  # a run not touching the ones before
+            new[0] = True
+            np.greater(first[1:], end[:-1], out=new[1:])
+            at = np.flatnonzero(new)
+            last = np.append(at[1:] - 1, len(first) - 1)
+            return IndexSet._maximal(first[at], end[last] - first[at])
         spans = sorted(zip(self._first + o._first, self._count + o._count))
         first: list[int] = []
         count: list[int] = []
@@ -334,7 +343,7 @@ class IndexSet(Sequence[int]):
         o = IndexSet.of(other)
         if not o._n or not self._n:
             return self
-        if self._n + o._n > _MANY_RUNS:  # fragmented sets: in numpy
+        if self._n + o._n > _MANY_RUNS:  # fragmented sets: in numpy, on the elements
             if self == o:
                 return EMPTY
             a, b = self.to_array(), o.to_array()
@@ -369,11 +378,23 @@ class IndexSet(Sequence[int]):
 
     def issubset(self, other: Iterable[int]) -> bool:
         """True if every element is in `other`."""
-        return len(self.difference(other)) == 0
+        o = IndexSet.of(other)
+        if self._n + o._n > _MANY_RUNS and self._n and o._n:  # each run inside one of other's
+            (f1, c1), (f2, c2) = self._arrays(), o._arrays()
+            k = np.searchsorted(f2, f1, side="right") - 1
+            return bool(((k >= 0) & (f1 + c1 <= (f2 + c2)[np.maximum(k, 0)])).all())
+        return len(self.difference(o)) == 0
 
     def isdisjoint(self, other: Iterable[int]) -> bool:
         """True if no element is in `other`."""
         return len(self.difference(other)) == self._len
+
+    @classmethod
+    def _maximal(cls, first: np.ndarray, count: np.ndarray) -> IndexSet:
+        """Trusted maximal runs as arrays, in the form their number calls for."""
+        if len(first) <= _MANY_RUNS:
+            return cls(tuple(first.tolist()), tuple(count.tolist()))
+        return cls._of_arrays(first, count)
 
 
 def sorted_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

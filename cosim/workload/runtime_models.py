@@ -37,7 +37,7 @@ from typing import Literal
 from cosim.errors import InputError
 
 __all__ = ["RuntimeModel", "IDEAL", "MODEL_NAMES", "EXACT_MODELS", "PRESETS", "model_from_pairs",
-           "model_pes", "table_time", "rate"]
+           "model_pes", "host_paced", "table_time", "rate"]
 
 MODEL_NAMES = ("ideal", "worst", "amdahl", "table")
 #: Models whose progress is integer-exact (work units = PE-ticks, `model_pes` units per tick);
@@ -193,9 +193,15 @@ def model_pes(model: RuntimeModel, counts: Sequence[int]) -> int:
     ``table`` with ``balance="static"`` (the least-used host sets the pace), ``sum_h u_h``
     otherwise (``ideal`` ignores `balance`: it rebalances by definition). For the exact
     models it is also the work units (PE-ticks) done per tick."""
-    if model.name == "worst" or (model.balance == "static" and model.name != "ideal"):
+    if host_paced(model):
         return len(counts) * min(counts)
     return sum(counts)
+
+
+def host_paced(model: RuntimeModel) -> bool:
+    """True if the model's speed depends on the PEs of each host (`model_pes` takes ``H x
+    min_h u_h``), not only on their total."""
+    return model.name == "worst" or (model.balance == "static" and model.name != "ideal")
 
 
 def table_time(table: Sequence[tuple[int, float]], p: float) -> float:

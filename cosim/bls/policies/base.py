@@ -25,7 +25,7 @@ queued job to run for its walltime.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -243,9 +243,15 @@ class DynamicView:
         What the policy returned as `Plan.memo` at its previous pass.
     pending:
         Jobs that left the queue for a `Start` still waiting for released PEs.
-    queue_hosts, queue_walltimes, queue_pes:
-        The hosts, walltimes and PEs of the queued jobs as ``int64`` arrays, in queue order
-        (for vectorised filters over a long queue; derived from `queue` when not given).
+    queue_keys:
+        A sort key of each queued job, in queue order (ascending): `bisect` on them gives a
+        job's position from its key.
+    queue_index:
+        ``(hosts, whole) -> [(walltime, queue key), ...]`` ascending: the queued jobs of each
+        width, split by whether they need every core of their hosts (``pes == hosts x
+        cores``), sorted by walltime — which jobs of a width are at most so long, without a
+        walk of the queue. Kept by the scheduler as the queue changes (read it during the
+        pass only); both are derived from `queue` (keys: positions) when not given.
     """
 
     now: int
@@ -255,20 +261,31 @@ class DynamicView:
     asked: Mapping[int, frozenset[int]] = field(default_factory=dict)
     memo: Any = None
     pending: frozenset[int] = frozenset()
-    queue_hosts: np.ndarray | None = None
-    queue_walltimes: np.ndarray | None = None
-    queue_pes: np.ndarray | None = None
+    queue_keys: Sequence[Any] | None = None
+    queue_index: Mapping[tuple[int, bool], Sequence[tuple[int, Any]]] | None = None
 
     def __post_init__(self) -> None:
-        if self.queue_hosts is None or self.queue_walltimes is None or self.queue_pes is None:
-            sizes = np.array([(j.hosts, j.walltime, j.pes) for j in self.queue],
-                             dtype=np.int64).reshape(-1, 3)
-            object.__setattr__(self, "queue_hosts", sizes[:, 0])
-            object.__setattr__(self, "queue_walltimes", sizes[:, 1])
-            object.__setattr__(self, "queue_pes", sizes[:, 2])
-        elif not len(self.queue_hosts) == len(self.queue_walltimes) == len(self.queue_pes) \
-                == len(self.queue):
-            raise ValueError("queue_hosts, queue_walltimes and queue_pes must match the queue")
+        if (self.queue_keys is None) != (self.queue_index is None):
+            raise ValueError("queue_keys and queue_index go together")
+        if self.queue_keys is None:
+            object.__setattr__(self, "queue_keys", range(len(self.queue)))
+            object.__setattr__(self, "queue_index",
+                               queue_index(self.queue, self.cluster.n_cores))
+        elif len(self.queue_keys) != len(self.queue):
+            raise ValueError("queue_keys must match the queue")
+
+
+def queue_index(queue: Sequence[Job], cores: int,
+                keys: Sequence[Any] | None = None) -> dict[tuple[int, bool], list]:
+    """`DynamicView.queue_index` of `queue` (`keys`: the jobs' sort keys; default their
+    positions) on hosts of `cores` cores."""
+    index: dict[tuple[int, bool], list] = {}
+    for i, job in enumerate(queue):
+        index.setdefault((job.hosts, job.pes == job.hosts * cores), []).append(
+            (job.walltime, i if keys is None else keys[i]))
+    for entries in index.values():
+        entries.sort()
+    return index
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -58,6 +58,7 @@ when the mates are regular; checked against the counts). None of this changes a 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Literal
@@ -66,7 +67,7 @@ import numpy as np
 
 from cosim.bls.policies import easy
 from cosim.bls.policies.base import (
-    DynamicPolicy, DynamicView, Expand, PassView, Plan, Shrink, Start, expected_end, overran,
+    DynamicPolicy, DynamicView, Expand, PassView, Plan, Shrink, Start, expected_end,
 )
 from cosim.bls.profile import Profile
 from cosim.core.indexset import EMPTY, IndexSet, sorted_counts
@@ -128,21 +129,30 @@ class _Memory:
     shapes (`_candidates`)."""
 
     guests: dict[int, Sharing]
-    shapes: dict[int, tuple]
+    shapes: dict[int, "_Cand"]
 
 
 @dataclass(slots=True)
 class _Cand:
+    """A running job as a possible mate: what depends on its allocation only (kept between
+    passes while its `Allocation` object is the same, `_candidates`), and what depends on
+    the PEs of its hosts too, with the cluster `stamp` it was computed at."""
+
     jid: int
     alloc: object
     hosts: np.ndarray  # ascending
     counts: np.ndarray  # its PEs on each of them
-    end: int  # estimated end (as the profile sees it)
-    w: int = 0  # weight: hosts (core granularity) or whole hosts it can give
-    a: int = 0  # wait + current walltime: the penalty is (a + guest walltime) / o
-    o: int = 1  # original walltime
-    give: int = -1  # most PEs a guest can get on each of its hosts (-1: not known yet)
-    most: int = 0  # a bound of `give` from its allocation alone (`_candidates`)
+    end: int  # estimated end (a candidate has not outlived it)
+    w: int  # weight: hosts (core granularity) or whole hosts it can give
+    a: int  # wait + current walltime: the penalty is (a + guest walltime) / o
+    o: int  # original walltime
+    can: bool  # every host of it can give a PE
+    most: int  # a bound of `give` from its allocation alone
+    ratio: float  # most / (cores - most): the end-inside bound's slope (`_inside`)
+    give: int = -1  # most PEs a guest can get on each of its hosts (`_give`), as of ...
+    give_stamp: int = -1  # ... this cluster stamp
+    guest: bool = False  # a guest on one of its hosts, as of ...
+    guest_stamp: int = -1  # ... this cluster stamp
 
 
 def decide(view: DynamicView, params: Params) -> Plan:
@@ -201,8 +211,8 @@ def decide(view: DynamicView, params: Params) -> Plan:
               dyn_avg_sd(running) if params.cutoff == "dynamic" else math.inf)
     weights = {c.w for c in cands}
     reach = _reach(cands, cutoff, params.max_mates, now, cluster.n_cores)
-    queue, qh, qw = view.queue, view.queue_hosts, view.queue_walltimes
-    qfull = view.queue_pes == qh * cluster.n_cores  # jobs needing every core of a host
+    queue, index, keys = view.queue, view.queue_index, view.queue_keys
+    base = 0  # the position in view.queue of queue[0] (a malleable start cuts the queue)
     while True:
         pv = PassView(now=now, n_hosts=cluster.n_hosts, free=free, queue=queue,
                       running=tuple(ends))
@@ -211,14 +221,14 @@ def decide(view: DynamicView, params: Params) -> Plan:
         chosen = None
         stop = len(queue)
         if cands:  # the jobs that may pass a trial (`_reach`): the others would fail it
-            for i in _tried(reach, qh, qw, qfull):
-                job = queue[i]
+            for i in _tried(reach, index, keys, base):
+                job = view.queue[i]
                 if job.id in static or not job.resizable:
                     continue
                 chosen = _malleable(job, cands, weights, cluster, now, params, cutoff, gran,
                                     pv, ep)
                 if chosen is not None:
-                    stop = i
+                    stop = i - base
                     break
         # commit the static starts before the malleable one (all of them if there was none;
         # EASY lists its starts in queue order)
@@ -233,7 +243,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
             ends.append((now + max(job.walltime, 1), job.id, job.hosts, now))
         if chosen is None:
             break
-        queue, qh, qw, qfull = queue[stop + 1:], qh[stop + 1:], qw[stop + 1:], qfull[stop + 1:]
+        queue, base = queue[stop + 1:], base + stop + 1
         start, shrinks, sharing, mates = chosen
         starts.append(start)
         resizes.extend(shrinks)
@@ -256,52 +266,57 @@ def decide(view: DynamicView, params: Params) -> Plan:
 
 
 def _candidates(cluster, now: int, params: Params, in_sharing: set[int], busy: np.ndarray,
-                gran: str, shapes: dict) -> list[_Cand]:
+                gran: str, shapes: dict[int, _Cand]) -> list[_Cand]:
     """Running jobs that may become mates this pass (module docstring, step 2, without the
-    cut-off, which depends on the guest); `busy`: the hosts with a guest. `shapes` caches,
-    per job, what depends only on its allocation (a new `Allocation` object whenever its PEs
-    or estimated end change): its hosts, PEs per host, weight, and whether every host can
-    give a PE; and, as of the cluster's `stamp`, whether a guest is on one of its hosts."""
+    cut-off, which depends on the guest); `busy`: the hosts with a guest. `shapes` keeps
+    each job's `_Cand` while its `Allocation` object is the same (a new one whenever its
+    PEs or estimated end change)."""
     out = []
-    c = cluster.n_cores
-    any_busy = bool(busy.any())
-    give = int(params.sharing_factor * c)
     running = cluster.running
     if len(shapes) > 2 * len(running) + 64:  # forget the jobs that ended
         for jid in [j for j in shapes if j not in running]:
             del shapes[jid]
+    any_busy = bool(busy.any())
+    stamp = cluster.stamp
     for jid, a in running.items():  # (any order: candidates are ranked by penalty and id)
-        job = a.job
-        if not job.resizable or jid in in_sharing or not cluster.resizable(jid):
+        # not outlived its estimate, not started at this instant (`overran`, inlined)
+        if not a.start < now < a.estimated_end or jid in in_sharing:
             continue
-        if overran(a.estimated_end, a.start, now) or a.start >= now:
-            continue
-        hit = shapes.get(jid)
-        if hit is None or hit[0] is not a:
-            if c > 1:
-                can = min(give, cluster.min_host_pes(jid) - 1) >= 1
-            else:
-                can = int(params.sharing_factor * len(a.hosts)) >= 1
-            hosts, counts = cluster.host_counts(jid)
-            w = len(hosts) if gran == "core" else int(params.sharing_factor * len(hosts))
-            # the most PEs a guest can get on every host (`_give` with every other core free:
-            # a bound of it that depends on the allocation only)
-            most = int((c - counts + np.maximum(np.minimum(give, counts - 1), 0)).min())
-            hit = shapes[jid] = [a, can, hosts, counts, w, -1, False, most]
-        _, can, hosts, counts, w, stamp, guest, most = hit
-        if not can:
-            continue  # some host cannot give a PE
-        if any_busy:  # a guest on one of its hosts? (kept while no PE changes hands)
-            if stamp != cluster.stamp:
-                guest = bool(busy[hosts].any())
-                hit[5], hit[6] = cluster.stamp, guest
-            if guest:
+        cand = shapes.get(jid)
+        if cand is None or cand.alloc is not a:
+            if not a.job.resizable:
                 continue
-        out.append(_Cand(jid=jid, alloc=a, hosts=hosts, counts=counts,
-                         end=expected_end(a.estimated_end, now), w=w,
-                         a=a.estimated_end - job.submit, o=max(job.walltime, 1),
-                         most=most if gran == "core" else c))
+            cand = shapes[jid] = _shape(cluster, jid, a, params, gran)
+        if not cand.can or not cluster.resizable(jid):
+            continue  # some host cannot give a PE; or it lent or borrowed hosts (RCA)
+        if any_busy:  # a guest on one of its hosts? (kept while no PE changes hands)
+            if cand.guest_stamp != stamp:
+                cand.guest = bool(busy[cand.hosts].any())
+                cand.guest_stamp = stamp
+            if cand.guest:
+                continue
+        out.append(cand)
     return out
+
+
+def _shape(cluster, jid: int, a, params: Params, gran: str) -> _Cand:
+    """The `_Cand` of running job `jid` with allocation `a` (`_candidates`)."""
+    c = cluster.n_cores
+    give = int(params.sharing_factor * c)
+    if c > 1:
+        can = min(give, cluster.min_host_pes(jid) - 1) >= 1
+    else:
+        can = int(params.sharing_factor * len(a.hosts)) >= 1
+    hosts, counts = cluster.host_counts(jid)
+    w = len(hosts) if gran == "core" else int(params.sharing_factor * len(hosts))
+    # the most PEs a guest can get on every host (`_give` with every other core free: a
+    # bound of it that depends on the allocation only)
+    most = int((c - counts + np.maximum(np.minimum(give, counts - 1), 0)).min()) \
+        if gran == "core" else c
+    job = a.job
+    return _Cand(jid=jid, alloc=a, hosts=hosts, counts=counts, end=a.estimated_end, w=w,
+                 a=a.estimated_end - job.submit, o=max(job.walltime, 1), can=can, most=most,
+                 ratio=math.inf if most >= c else -math.inf if most <= 0 else most / (c - most))
 
 
 def _reach(cands: list[_Cand], cutoff: float, max_mates: int, now: int,
@@ -319,62 +334,70 @@ def _reach(cands: list[_Cand], cutoff: float, max_mates: int, now: int,
     allowed (no bound then); ``(all jobs, jobs needing every core)`` otherwise."""
     if max_mates > 2:
         return None
-    ninf = -math.inf
+    inf = math.inf
     every: dict[int, float] = {}
     full: dict[int, float] = {}
     rows = []
     for m in cands:
         g = cutoff * m.o - m.a
-        if g != math.inf:
+        if g != inf:
             g += max(1.0, abs(g) * 1e-9)
-        rows.append((m.w, g, m.most, m.end - now))
-    for i, (w, g, most, rem) in enumerate(rows):
-        if g > every.get(w, ninf):
+        rem, r = m.end - now, m.ratio
+        w = m.w
+        if g > every.get(w, -inf):
             every[w] = g
-        f = min(g, _inside(rem, most, c))
-        if f > full.get(w, ninf):
+        f = _inside(rem, r)
+        if g < f:
+            f = g
+        if f > full.get(w, -inf):
             full[w] = f
         if max_mates < 2:
             continue
-        for w2, g2, most2, rem2 in rows[i + 1:]:
+        for w2, g2, rem2, r2 in rows:
             pair = w + w2
             both = g if g < g2 else g2
-            if both > every.get(pair, ninf):
+            if both > every.get(pair, -inf):
                 every[pair] = both
-            f = min(both, _inside(min(rem, rem2), min(most, most2), c))
-            if f > full.get(pair, ninf):
+            f = _inside(rem if rem < rem2 else rem2, r if r < r2 else r2)
+            if both < f:
+                f = both
+            if f > full.get(pair, -inf):
                 full[pair] = f
+        rows.append((w, g, rem, r))
     return every, full
 
 
-def _inside(rem: int, most: int, c: int) -> float:
+def _inside(rem: int, ratio: float) -> float:
     """The longest walltime of a guest needing every core of its hosts that can end inside
-    mates ending `rem` ticks from now when it gets at most `most` PEs a host (`_reach`),
-    with a tick and 1e-9 of slack."""
-    if most >= c:
-        return math.inf
-    if most <= 0:
-        return -math.inf
-    g = rem * most / (c - most)
+    mates ending `rem` ticks from now (> 0) when it gets at most `most` PEs a host of `c`,
+    ``ratio = most / (c - most)`` (infinite when ``most >= c``, minus infinity when ``most
+    <= 0``; `_reach`), with a tick and 1e-9 of slack."""
+    g = rem * ratio
     return g + max(1.0, g * 1e-9)
 
 
-def _tried(reach, hosts: np.ndarray, walltimes: np.ndarray, full: np.ndarray):
-    """Queue positions (ascending) of the jobs whose walltime is within their width's bound
-    (`_reach`; `full`: the jobs needing every core of a host): only they may pass a trial
-    (all of them when there is no bound)."""
+def _tried(reach, index, keys, base: int):
+    """Positions in the view's queue (ascending, from `base` on) of the jobs whose walltime
+    is within their width's bound (`_reach`; the second bound for jobs needing every core of
+    their hosts): only they may pass a trial (all of them when there is no bound). From the
+    queue index (`DynamicView.queue_index`): O(bound widths x log queue + jobs found)."""
     if reach is None:
-        return range(len(hosts))
+        return range(base, len(keys))
     every, whole = reach
-    if not len(hosts) or not every:
+    found = []
+    for w, g in every.items():
+        for need_all, bound in ((False, g), (True, whole[w])):
+            entries = index.get((w, need_all))
+            if entries:
+                n = bisect_right(entries, bound, key=_walltime)
+                found.extend(k for _, k in entries[:n])
+    if not found:
         return ()
-    top = int(hosts.max()) + 1
-    bound = np.full((2, top), -np.inf)
-    for row, r in ((0, every), (1, whole)):
-        for w, g in r.items():
-            if w < top:
-                bound[row, w] = g
-    return np.flatnonzero(walltimes <= bound[full.astype(np.intp), hosts]).tolist()
+    return [i for i in sorted(bisect_left(keys, k) for k in found) if i >= base]
+
+
+def _walltime(entry: tuple[int, object]) -> int:
+    return entry[0]
 
 
 def _regain(cluster, g: int, info: Sharing, running) -> IndexSet:
@@ -547,10 +570,12 @@ def _give(m: _Cand, cluster, sf: float) -> int:
     """The most PEs a guest can get on every host of mate `m` at core granularity (the
     fewest, over its hosts, of its free PEs + what the mate may give): no host gets more in
     `_shares`, so ``need_min / give`` bounds the guest's stretch from below."""
-    if m.give < 0:
+    stamp = cluster.stamp  # PEs of its hosts change hands only with a new stamp
+    if m.give_stamp != stamp:
         c = cluster.n_cores
         free = c - cluster.used_pes[m.hosts]
         m.give = int((free + np.maximum(np.minimum(int(sf * c), m.counts - 1), 0)).min())
+        m.give_stamp = stamp
     return m.give
 
 
