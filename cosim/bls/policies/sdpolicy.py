@@ -130,6 +130,14 @@ class _Memory:
 
     guests: dict[int, Sharing]
     shapes: dict[int, "_Cand"]
+    sharing: frozenset[int] = frozenset()  # the guests and their mates
+
+    def with_guests(self, guests: dict[int, Sharing]) -> _Memory:
+        """This memory with `guests` (the same object when they are)."""
+        if guests is self.guests:
+            return self
+        return _Memory(guests=guests, shapes=self.shapes, sharing=frozenset(guests).union(
+            m for s in guests.values() for m, _ in s.mates))
 
 
 @dataclass(slots=True)
@@ -160,14 +168,18 @@ def decide(view: DynamicView, params: Params) -> Plan:
     cluster, now = view.cluster, view.now
     running = cluster.running
     memory = view.memo if view.memo is not None else _Memory(guests={}, shapes={})
-    guests: dict[int, Sharing] = dict(memory.guests)
+    guests = memory.guests  # copied before a change: the memo of the last pass stays as it was
     resizes: list[Shrink | Expand] = []
     starts: list[Job | Start] = []
 
-    # -- 5. end of sharing -------------------------------------------------------------------
-    for g in sorted(guests):
+    # -- 5. end of sharing (when a guest or a mate ended) ------------------------------------
+    pending = view.pending
+    if any(g not in pending and (g not in running or any(m not in running for m, _ in s.mates))
+           for g, s in guests.items()):
+        guests = dict(guests)
+    for g in sorted(guests) if guests is not memory.guests else ():
         info = guests[g]
-        if g in view.pending:
+        if g in pending:
             continue
         if g not in running:  # the guest ended: the mates get back what they lost
             for mate, lost in info.mates:
@@ -185,9 +197,8 @@ def decide(view: DynamicView, params: Params) -> Plan:
             del guests[g]
 
     # -- the walk: static trial, then malleable trial, job by job --------------------------
-    queue = list(view.queue)
-    if not queue:
-        return Plan(resizes=tuple(resizes), memo=_Memory(guests=guests, shapes=memory.shapes))
+    if not view.queue:
+        return Plan(resizes=tuple(resizes), memo=memory.with_guests(guests))
     ends = sorted(cluster.running_ends())
     free = cluster.free_hosts
     if resizes:  # free hosts that expands of this pass take: their job frees them at its end
@@ -201,8 +212,9 @@ def decide(view: DynamicView, params: Params) -> Plan:
     busy = cluster.guest_mask()
     # mates getting PEs back in this pass are candidates again only at the next pass (the
     # scheduler runs one at the same instant once the expands are applied)
-    in_sharing = set(guests) | {m for s in guests.values() for m, _ in s.mates} | {
-        r.job_id for r in resizes}
+    in_sharing = memory.with_guests(guests).sharing
+    if resizes:
+        in_sharing = in_sharing.union(r.job_id for r in resizes)
     gran = params.granularity
     if gran == "auto":
         gran = "core" if cluster.n_cores > 1 else "host"
@@ -247,6 +259,8 @@ def decide(view: DynamicView, params: Params) -> Plan:
         start, shrinks, sharing, mates = chosen
         starts.append(start)
         resizes.extend(shrinks)
+        if guests is memory.guests:
+            guests = dict(guests)
         guests[start.job.id] = sharing
         busy = busy.copy()
         for m in mates:  # mates' estimated ends moved: the profile sees them later
@@ -261,7 +275,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
         if not queue:
             break
     return Plan(starts=tuple(starts), resizes=tuple(resizes),
-                memo=_Memory(guests=guests, shapes=memory.shapes),
+                memo=memory.with_guests(guests),
                 reservations=ep.reservations if chosen is None else {})
 
 
