@@ -55,7 +55,7 @@ only walltimes (estimates) and the facts it is told.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -200,7 +200,7 @@ class BatchScheduler:
         self._qkeys: list[tuple[Any, ...]] = []  # sorted queue keys ...
         self._qjobs: list[Job] = []  # ... and the jobs, in the same order
         # ... and indexed by (hosts, needs every core), by walltime (`DynamicView.queue_index`)
-        self._qindex: dict[tuple[int, bool], list[tuple[int, tuple[Any, ...]]]] = {}
+        self._qindex: dict[tuple[int, bool], tuple[list[int], list[tuple[Any, ...]]]] = {}
         self._qindex_view = MappingProxyType(self._qindex)
         self._keys: dict[int, tuple[Any, ...]] = {}  # queued job id -> its key
         self._memo: Any = None
@@ -268,7 +268,10 @@ class BatchScheduler:
             self._keys[job.id] = key
             self._qkeys.insert(i, key)
             self._qjobs.insert(i, job)
-            insort(self._qindex.setdefault(self._qclass(job), []), (job.walltime, key))
+            walls, keys = self._qindex.setdefault(self._qclass(job), ([], []))
+            at = _position(walls, keys, job.walltime, key)
+            walls.insert(at, job.walltime)
+            keys.insert(at, key)
             self._dirty = True
 
     # -- facts and own events -------------------------------------------------------------
@@ -478,9 +481,10 @@ class BatchScheduler:
         i = bisect_left(self._qkeys, key)
         del self._qkeys[i], self._qjobs[i]
         cls = self._qclass(job)
-        entries = self._qindex[cls]
-        del entries[bisect_left(entries, (job.walltime, key))]
-        if not entries:
+        walls, keys = self._qindex[cls]
+        at = _position(walls, keys, job.walltime, key)
+        del walls[at], keys[at]
+        if not walls:
             del self._qindex[cls]
         self._asked.pop(job.id, None)
         self._expected.pop(job.id, None)
@@ -578,3 +582,10 @@ class BatchScheduler:
         self._expected[e.for_job] = self._expected.get(e.for_job, 0) + e.count
         self.exclusion_requests += 1
         return ExcludeHosts(time=now, job_id=e.job_id, count=e.count, for_job=e.for_job)
+
+
+def _position(walls: list[int], keys: list[Any], walltime: int, key: Any) -> int:
+    """Where ``(walltime, key)`` is, or goes, in a queue index entry (walltimes ascending,
+    then keys)."""
+    lo = bisect_left(walls, walltime)
+    return bisect_left(keys, key, lo, bisect_right(walls, walltime, lo))

@@ -187,7 +187,7 @@ class ClusterState:
                  "_runs", "_ids", "_rca", "_lender", "_tail", "_since", "_role", "_owner",
                  "_explicit_ids", "_promised", "promised_pes", "_coming", "_promised_until",
                  "_n_guests", "_guest_n", "_promised_n", "_stamp", "_host_stamp", "_shape",
-                 "_user_stale", "_guest_mask")
+                 "_user_stale", "_guest_mask", "_ends_stamp")
 
     def __init__(self, cores: Sequence[int]) -> None:
         if not len(cores) or any(c < 1 for c in cores):
@@ -225,7 +225,7 @@ class ClusterState:
         self._role = np.zeros((self.n_hosts, self.n_cores), dtype=np.int64)
         self._owner = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
         self._explicit_ids: set[int] = set()  # running jobs in explicit form (their _ends
-        # entries say -1)
+        # entries hold their sole hosts, filled in by `running_ends`)
         # PEs promised to a job that waits for them (-1: none): not free, not used
         self._promised = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
         self.promised_pes: dict[int, IndexSet] = {}  # job -> the PEs promised to it
@@ -242,6 +242,9 @@ class ClusterState:
         self._host_stamp = np.zeros(self.n_hosts, dtype=np.int64)
         self._shape: dict[int, tuple[int, np.ndarray, int, int, np.ndarray]] = {}
         self._guest_mask: tuple[int, np.ndarray] = (-1, np.zeros(0, dtype=bool))
+        # the stamp as of which the `_ends` entries of explicit-form jobs hold their sole
+        # hosts (-1: some entry says -1, to be filled by `running_ends`)
+        self._ends_stamp = -1
 
     # -- read-only views ------------------------------------------------------------------
     @property
@@ -364,15 +367,18 @@ class ClusterState:
         PEs, the hosts where every PE in use is its own or its guests' (a malleable guest ends
         inside its mates' allocation: its shared hosts are freed at its mates' ends).
         """
-        if not self._explicit_ids and not self.promised_pes:
-            return tuple(self._ends)
-        ends, runs, shape = self._ends, self._runs, self._job_shape
+        ends = self._ends
+        if self._explicit_ids and self._ends_stamp != self._stamp:  # (in place: the order
+            runs, shape = self._runs, self._job_shape           # does not change)
+            for j in self._explicit_ids:
+                run = runs[j]
+                i = bisect_left(ends, (run.alloc.estimated_end, j))
+                e, _, _, s = ends[i]
+                ends[i] = (e, j, shape(j, run)[2], s)
+            self._ends_stamp = self._stamp
+        if not self.promised_pes:
+            return tuple(ends)
         out = list(ends)
-        for j in self._explicit_ids:  # their counts in place: the order does not change
-            run = runs[j]
-            i = bisect_left(ends, (run.alloc.estimated_end, j))
-            e, _, _, s = ends[i]
-            out[i] = (e, j, shape(j, run)[2], s)
         for j in sorted(self.promised_pes):  # a start waiting for PEs holds hosts of its own
             held = self._promised_hosts(j)
             if held:
@@ -501,6 +507,7 @@ class ClusterState:
         self._runs[jid] = _Run(alloc, hosts.to_array(), pes)
         self._runs[jid].guest = bool(owners)
         insort(self._ends, (alloc.estimated_end, jid, -1, now))
+        self._ends_stamp = -1
         self._explicit_ids.add(jid)
         return alloc
 
@@ -723,6 +730,7 @@ class ClusterState:
         i = bisect_left(self._ends, (run.alloc.estimated_end, jid))
         e, j, _, s = self._ends[i]
         self._ends[i] = (e, j, -1, s)
+        self._ends_stamp = -1
         self._explicit_ids.add(jid)
         return run
 

@@ -113,7 +113,7 @@ def _set(pairs: list[tuple[str, str]], key: str, value: str, *, at: int | None =
 
 def _model_tokens(model: RuntimeModel) -> tuple[str, ...]:
     """The CosimApp keys of a runtime model: none for `IDEAL`, else each non-default one."""
-    if model == IDEAL:
+    if model is IDEAL or model == IDEAL:  # (the identity first: most jobs hold IDEAL itself)
         return ()
     out = [f"model={model.name}"] if model.name != "ideal" else []
     if model.f:

@@ -247,10 +247,10 @@ class DynamicView:
         A sort key of each queued job, in queue order (ascending): `bisect` on them gives a
         job's position from its key.
     queue_index:
-        ``(hosts, whole) -> [(walltime, queue key), ...]`` ascending: the queued jobs of each
-        width, split by whether they need every core of their hosts (``pes == hosts x
-        cores``), sorted by walltime — which jobs of a width are at most so long, without a
-        walk of the queue. Kept by the scheduler as the queue changes (read it during the
+        ``(hosts, whole) -> (walltimes, queue keys)``: the queued jobs of each width, split by
+        whether they need every core of their hosts (``pes == hosts x cores``), sorted by
+        ``(walltime, key)`` — which jobs of a width are at most so long, by bisection,
+        without a walk of the queue. Kept by the scheduler as the queue changes (read it during the
         pass only); both are derived from `queue` (keys: positions) when not given.
     """
 
@@ -262,7 +262,7 @@ class DynamicView:
     memo: Any = None
     pending: frozenset[int] = frozenset()
     queue_keys: Sequence[Any] | None = None
-    queue_index: Mapping[tuple[int, bool], Sequence[tuple[int, Any]]] | None = None
+    queue_index: Mapping[tuple[int, bool], tuple[Sequence[int], Sequence[Any]]] | None = None
 
     def __post_init__(self) -> None:
         if (self.queue_keys is None) != (self.queue_index is None):
@@ -276,16 +276,15 @@ class DynamicView:
 
 
 def queue_index(queue: Sequence[Job], cores: int,
-                keys: Sequence[Any] | None = None) -> dict[tuple[int, bool], list]:
+                keys: Sequence[Any] | None = None) -> dict[tuple[int, bool], tuple[list, list]]:
     """`DynamicView.queue_index` of `queue` (`keys`: the jobs' sort keys; default their
     positions) on hosts of `cores` cores."""
-    index: dict[tuple[int, bool], list] = {}
+    entries: dict[tuple[int, bool], list] = {}
     for i, job in enumerate(queue):
-        index.setdefault((job.hosts, job.pes == job.hosts * cores), []).append(
+        entries.setdefault((job.hosts, job.pes == job.hosts * cores), []).append(
             (job.walltime, i if keys is None else keys[i]))
-    for entries in index.values():
-        entries.sort()
-    return index
+    return {cls: ([w for w, _ in sorted(e)], [k for _, k in sorted(e)])
+            for cls, e in entries.items()}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -399,19 +399,17 @@ def _tried(reach, index, keys, base: int):
         return range(base, len(keys))
     every, whole = reach
     found = []
+    get = index.get
     for w, g in every.items():
-        for need_all, bound in ((False, g), (True, whole[w])):
-            entries = index.get((w, need_all))
-            if entries:
-                n = bisect_right(entries, bound, key=_walltime)
-                found.extend(k for _, k in entries[:n])
+        hit = get((w, False))
+        if hit is not None:
+            found += hit[1][:bisect_right(hit[0], g)]
+        hit = get((w, True))
+        if hit is not None:
+            found += hit[1][:bisect_right(hit[0], whole[w])]
     if not found:
         return ()
     return [i for i in sorted(bisect_left(keys, k) for k in found) if i >= base]
-
-
-def _walltime(entry: tuple[int, object]) -> int:
-    return entry[0]
 
 
 def _regain(cluster, g: int, info: Sharing, running) -> IndexSet:
