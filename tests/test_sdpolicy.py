@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from cosim.bls import BatchConfig
 from cosim.bls.policies import sdpolicy as sd
-from cosim.bls.policies.base import DynamicView, Shrink, Start
+from cosim.bls.policies.base import DynamicView, Shrink, Start, queue_index
 from cosim.bls.state import ClusterState
 from cosim.errors import InputError
 from cosim.runner import simulate
@@ -180,6 +180,15 @@ def test_random_workloads_keep_the_invariants(spec, weighting, compare, cores):
         return out
 
     ends = ClusterState.running_ends
+    post_init = DynamicView.__post_init__
+
+    def checking_view(view):  # every pass: the scheduler's queue index is its definition
+        post_init(view)
+        keys = list(view.queue_keys)
+        assert keys == sorted(keys) and len(set(keys)) == len(keys) == len(view.queue)
+        kept = {cls: (list(w), list(k)) for cls, (w, k) in view.queue_index.items()}
+        assert kept == queue_index(view.queue, view.cluster.n_cores, keys)
+
     jobs = []
     for i, (sub, hosts, wall, pct, malleable) in enumerate(spec, start=1):
         # the last host partly used now and then: guests may then fit in a mate's idle cores
@@ -193,6 +202,7 @@ def test_random_workloads_keep_the_invariants(spec, weighting, compare, cores):
                                                         "compare_static": str(compare)})
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ClusterState, "running_ends", checking)
+        mp.setattr(DynamicView, "__post_init__", checking_view)
         res = simulate(jobs, n_hosts=8, cores_per_host=cores, batch=cfg)
     assert checked[0]
     check_allocations(res, n_pes=8 * cores, cores=cores)
