@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Literal
 
@@ -131,13 +131,14 @@ class _Memory:
     guests: dict[int, Sharing]
     shapes: dict[int, "_Cand"]
     sharing: frozenset[int] = frozenset()  # the guests and their mates
+    reach: list = field(default_factory=lambda: [None])  # (candidates, cut-off, `_reach`)
 
     def with_guests(self, guests: dict[int, Sharing]) -> _Memory:
         """This memory with `guests` (the same object when they are)."""
         if guests is self.guests:
             return self
         return _Memory(guests=guests, shapes=self.shapes, sharing=frozenset(guests).union(
-            m for s in guests.values() for m, _ in s.mates))
+            m for s in guests.values() for m, _ in s.mates), reach=self.reach)
 
 
 @dataclass(slots=True)
@@ -222,7 +223,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
     cutoff = (params.max_slowdown if params.cutoff == "fixed" else
               dyn_avg_sd(running) if params.cutoff == "dynamic" else math.inf)
     weights = {c.w for c in cands}
-    reach = _reach(cands, cutoff, params.max_mates, now, cluster.n_cores)
+    reach = _reach_of(memory, cands, cutoff, params.max_mates)
     queue, index, keys = view.queue, view.queue_index, view.queue_keys
     base = 0  # the position in view.queue of queue[0] (a malleable start cuts the queue)
     while True:
@@ -233,7 +234,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
         chosen = None
         stop = len(queue)
         if cands:  # the jobs that may pass a trial (`_reach`): the others would fail it
-            for i in _tried(reach, index, keys, base):
+            for i in _tried(reach, index, keys, base, now):
                 job = view.queue[i]
                 if job.id in static or not job.resizable:
                     continue
@@ -271,7 +272,7 @@ def decide(view: DynamicView, params: Params) -> Plan:
         ends.sort()
         cands = [c for c in cands if not busy[c.hosts].any()]  # the guest's free PEs too
         weights = {c.w for c in cands}
-        reach = _reach(cands, cutoff, params.max_mates, now, cluster.n_cores)
+        reach = _reach_of(memory, cands, cutoff, params.max_mates)
         if not queue:
             break
     return Plan(starts=tuple(starts), resizes=tuple(resizes),
@@ -324,61 +325,83 @@ def _shape(cluster, jid: int, a, params: Params, gran: str) -> _Cand:
     hosts, counts = cluster.host_counts(jid)
     w = len(hosts) if gran == "core" else int(params.sharing_factor * len(hosts))
     # the most PEs a guest can get on every host (`_give` with every other core free: a
-    # bound of it that depends on the allocation only)
-    most = int((c - counts + np.maximum(np.minimum(give, counts - 1), 0)).min()) \
-        if gran == "core" else c
+    # bound of it that depends on the allocation only): ``c - u + max(min(give, u - 1), 0)``
+    # for a host where the job has u >= 1 PEs, which never grows with u: the fullest host's
+    if gran == "core":
+        u = int(counts.max())
+        most = c - u + max(min(give, u - 1), 0)
+    else:
+        most = c
     job = a.job
     return _Cand(jid=jid, alloc=a, hosts=hosts, counts=counts, end=a.estimated_end, w=w,
                  a=a.estimated_end - job.submit, o=max(job.walltime, 1), can=can, most=most,
                  ratio=math.inf if most >= c else -math.inf if most <= 0 else most / (c - most))
 
 
-def _reach(cands: list[_Cand], cutoff: float, max_mates: int, now: int,
-           c: int) -> tuple[dict[int, float], dict[int, float]] | None:
+def _reach_of(memory: _Memory, cands: list[_Cand], cutoff: float, max_mates: int):
+    """`_reach` of `cands`, from the memory while the candidates are the same objects (an
+    allocation that changes makes a new one, `_candidates`) and the cut-off is the same."""
+    ids = tuple(map(id, cands))
+    hit = memory.reach[0]
+    if hit is not None and hit[0] == ids and hit[1] == cutoff:
+        return hit[3]
+    out = _reach(cands, cutoff, max_mates)
+    memory.reach[0] = (ids, cutoff, cands, out)  # (`cands` keeps the ids' objects alive)
+    return out
+
+
+def _reach(cands: list[_Cand], cutoff: float, max_mates: int):
     """Walltime bounds per guest width: a job wider than every key, or longer than its bound,
     fails its trial, so it is not tried (the trial decides for the others).
 
     For each width that 1 or 2 candidates' weights sum to: the longest guest walltime for
     which they all stay under the cut-off (``p = (a + g) / o <= cutoff`` iff ``g <= cutoff o -
-    a``); and, for guests needing every core of their hosts (core granularity), also ending
-    inside the mates: such a guest gets at most `most` PEs a host of `c` (a bound of `_give`),
-    so it runs at least ``g c / most`` and ends inside mate m only if ``g (c - most) / most
-    <= m.end - now``.
+    a``); and, for guests needing every core of their hosts (core granularity), the data to
+    bound them by ending inside the mates too (`_full_bound`, which depends on the time).
     Bounds carry a tick and 1e-9 of slack against rounding. None when more than 2 mates are
-    allowed (no bound then); ``(all jobs, jobs needing every core)`` otherwise."""
+    allowed (no bound then); ``(bound per width, [(bound, end, ratio), ...] per width)``
+    otherwise: each 1 or 2 candidates of that width, with their bound, earliest end and
+    least `ratio`."""
     if max_mates > 2:
         return None
     inf = math.inf
     every: dict[int, float] = {}
-    full: dict[int, float] = {}
-    rows = []
+    rows: dict[int, list[tuple[float, int, float]]] = {}
+    seen = []
     for m in cands:
         g = cutoff * m.o - m.a
         if g != inf:
             g += max(1.0, abs(g) * 1e-9)
-        rem, r = m.end - now, m.ratio
-        w = m.w
+        end, r, w = m.end, m.ratio, m.w
         if g > every.get(w, -inf):
             every[w] = g
-        f = _inside(rem, r)
-        if g < f:
-            f = g
-        if f > full.get(w, -inf):
-            full[w] = f
+        rows.setdefault(w, []).append((g, end, r))
         if max_mates < 2:
             continue
-        for w2, g2, rem2, r2 in rows:
+        for w2, g2, end2, r2 in seen:
             pair = w + w2
             both = g if g < g2 else g2
             if both > every.get(pair, -inf):
                 every[pair] = both
-            f = _inside(rem if rem < rem2 else rem2, r if r < r2 else r2)
-            if both < f:
-                f = both
-            if f > full.get(pair, -inf):
-                full[pair] = f
-        rows.append((w, g, rem, r))
-    return every, full
+            rows.setdefault(pair, []).append((both, end if end < end2 else end2,
+                                              r if r < r2 else r2))
+        seen.append((w, g, end, r))
+    return every, rows
+
+
+def _full_bound(rows: list[tuple[float, int, float]], now: int) -> float:
+    """The bound of a width for guests needing every core of their hosts (`_reach`): such
+    a guest gets at most `most` PEs a host of `c` (a bound of `_give`), so it runs at least
+    ``g c / most`` and ends inside mates ending at `end` only if ``g (c - most) / most <= end
+    - now``; and it stays under the cut-off."""
+    best = -math.inf
+    for g, end, ratio in rows:
+        f = _inside(end - now, ratio)
+        if g < f:
+            f = g
+        if f > best:
+            best = f
+    return best
 
 
 def _inside(rem: int, ratio: float) -> float:
@@ -390,14 +413,15 @@ def _inside(rem: int, ratio: float) -> float:
     return g + max(1.0, g * 1e-9)
 
 
-def _tried(reach, index, keys, base: int):
+def _tried(reach, index, keys, base: int, now: int):
     """Positions in the view's queue (ascending, from `base` on) of the jobs whose walltime
-    is within their width's bound (`_reach`; the second bound for jobs needing every core of
-    their hosts): only they may pass a trial (all of them when there is no bound). From the
-    queue index (`DynamicView.queue_index`): O(bound widths x log queue + jobs found)."""
+    is within their width's bound (`_reach`; `_full_bound` for jobs needing every core of
+    their hosts, at `now`): only they may pass a trial (all of them when there is no bound).
+    From the queue index (`DynamicView.queue_index`): O(bound widths x log queue + jobs
+    found)."""
     if reach is None:
         return range(base, len(keys))
-    every, whole = reach
+    every, rows = reach
     found = []
     get = index.get
     for w, g in every.items():
@@ -405,8 +429,8 @@ def _tried(reach, index, keys, base: int):
         if hit is not None:
             found += hit[1][:bisect_right(hit[0], g)]
         hit = get((w, True))
-        if hit is not None:
-            found += hit[1][:bisect_right(hit[0], whole[w])]
+        if hit is not None and hit[0][0] <= g:  # (the full bound is never above g)
+            found += hit[1][:bisect_right(hit[0], _full_bound(rows[w], now))]
     if not found:
         return ()
     return [i for i in sorted(bisect_left(keys, k) for k in found) if i >= base]
