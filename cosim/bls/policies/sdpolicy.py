@@ -46,12 +46,15 @@ reservation. The policy's memory (which guests have which mates and what each lo
 memo; everything else is read from the view, so every pass is a function of the state (the
 memo also caches what a candidate's allocation alone decides, keyed by the allocation).
 
-Speed (200,000 jobs on 5,040 hosts is the target): a pass is O(running jobs + queued jobs)
-Python work; `_reach` bounds, per guest width, the walltime any 1-2 candidates can take under
-the cut-off (and, for guests needing every core, ending inside them), so most queued jobs are
-never tried; a trial ranks the combinations by their objective and checks them in that order
-on PE counts per host (`_shares`), laying out PEs only for the one chosen (`_layout`, as runs
-when the mates are regular; checked against the counts). None of this changes a decision:
+Speed (200,000 jobs on 5,040 hosts is the target): a pass costs O(running jobs + bound
+widths x log queue) Python work. Candidates are kept per allocation between passes
+(`_candidates`); `_reach` bounds, per guest width, the walltime any 1-2 candidates can take
+under the cut-off (and, for guests needing every core, ending inside them), kept while the
+candidates are the same; the scheduler's queue index (`DynamicView.queue_index`) gives, by
+bisection, the few queued jobs within those bounds, so most are never looked at; a trial
+ranks the combinations by their objective and checks them in that order on PE counts per
+host (`_shares`), laying out PEs only for the one chosen (`_layout`, as runs when the mates
+are regular; checked against the counts). None of this changes a decision:
 `tests/test_sd_regression.py` pins them with digests written before it existed.
 """
 
