@@ -9,11 +9,17 @@ stderr with exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
+import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from cosim.bls import policies
 from cosim.errors import EXIT_INPUT, CosimError, InputError
@@ -326,9 +332,7 @@ def _world() -> tuple[object | None, int]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from cosim.experiment import (
-        default_out, execute, main_out, plan, prepare, serve_als, write_outputs,
-    )
+    from cosim.experiment import execute, plan, prepare, serve_als, write_outputs
     from cosim.output.runfiles import write_summary
 
     warnings: list[str] = []
@@ -344,13 +348,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
             serve_als(run, comm)
         return 0
     records, tables = [], []
-    for i, run in enumerate(runs):
+    # the output directories are checked before anything is simulated, and an earlier run's
+    # completion marker goes first: until this run writes its own, they are visibly incomplete
+    outs = [_run_dir(run.opt, args.workload is not None) for run in runs]
+    for out in outs:
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            (out / "summary.json").unlink()
+    for i, (run, out) in enumerate(zip(runs, outs)):
         if args.workload is None:
             print(f"cosim: simulating {Path(run.opt.workload).name} with {run.opt.technique}, "
                   f"RCA {run.opt.rca} ...", file=sys.stderr, flush=True)
         record = execute(run, comm=comm, rank0_apps=args.rank0_apps)
-        out = Path(run.opt.out) if args.workload and run.opt.out else (
-            default_out(run.opt) if args.workload else main_out(run.opt, run.opt.rca))
         # one results.h5 per command: the main job's two runs go into the directory above them
         base = out if args.workload else out.parent
         tables.append(write_outputs(record, out, run_id=out.name, results=base / "results.h5",
@@ -374,6 +382,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         _print_comparison(summaries)
     return 0
+
+
+def _run_dir(opt, one: bool) -> Path:
+    """The directory of a run's files (``--out``, else the default), with a name that can
+    name the run: ``--out .`` or ``a/..`` is the directory they resolve to."""
+    from cosim.experiment import default_out, main_out
+    from cosim.output.hdf5 import check_run_id
+
+    out = Path(opt.out) if one and opt.out else (
+        default_out(opt) if one else main_out(opt, opt.rca))
+    if out.name in ("", ".", ".."):
+        out = Path(os.path.abspath(out))
+    try:
+        check_run_id(out.name)
+    except InputError as exc:
+        raise InputError(f"{out} cannot hold a run: {exc}", field="out") from None
+    return out
 
 
 def _print_comparison(rows: list[dict]) -> None:
@@ -517,11 +542,40 @@ def _rank() -> int:
         return 0
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, ``scancel``, job limits) raised as an interrupt: the same clean
+    path as Ctrl-C (temporary files removed, no summary written), exit 128 + 15."""
+
+    signum = signal.SIGTERM
+
+    @staticmethod
+    def raise_for(signum: int, frame: object) -> None:
+        raise _Terminated()
+
+
+def _on_termination(handler: Any) -> Any:
+    """Install `handler` for SIGTERM (in the main thread only); returns the one before."""
+    if handler is None or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Every number option is finite (argparse's float() takes ``nan`` and ``inf``): the
+    options' own checks then see real numbers."""
+    for name, value in vars(args).items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"must be a finite number, got {value!r}",
+                             field=name.replace("_", "-"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (2 for bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = _on_termination(_Terminated.raise_for)
     try:
+        _check_numbers(args)
         return args.handler(args)
     except InputError as exc:
         if _rank() == 0:  # every rank validates the same inputs; one prints
@@ -531,6 +585,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _rank() == 0:
             print(f"cosim: error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`_Terminated`)
         print("cosim: interrupted", file=sys.stderr)
-        return 130
+        return 128 + getattr(exc, "signum", signal.SIGINT)
+    finally:
+        _on_termination(previous)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from cosim.core.clock import duration_problem
 from cosim.errors import InputError
 from cosim.paths import TRACES_DIR
 
@@ -114,8 +115,9 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     from cosim.platform import load_platform
     from cosim.workload.swf import read_swf
 
-    if opt.quantum_s < 0:
-        raise InputError("the quantum must be >= 0 seconds", field="quantum")
+    problem = duration_problem(opt.quantum_s)
+    if problem:
+        raise InputError(f"the quantum {problem}", field="quantum")
     if opt.seed < 0:
         raise InputError("the seed must be >= 0", field="seed")
     if opt.trace not in TRACE_LEVELS:

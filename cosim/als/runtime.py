@@ -47,7 +47,7 @@ import numpy as np
 
 from cosim.als.availability import Availability, availabilities
 from cosim.als.techniques import Context, Technique, make_params
-from cosim.core.clock import TICKS_PER_SECOND
+from cosim.core.clock import TICKS_PER_SECOND, duration_problem
 from cosim.errors import InputError
 from cosim.workload.costs import TaskCosts
 
@@ -72,8 +72,9 @@ class Comm:
     def __post_init__(self) -> None:
         if self.request_bytes < 0 or self.assign_bytes < 0:
             raise ValueError("message sizes must be >= 0")
-        if not self.overhead_s >= 0:
-            raise ValueError("overhead_s must be >= 0")
+        problem = duration_problem(self.overhead_s)
+        if problem:
+            raise ValueError(f"overhead_s {problem}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

@@ -12,10 +12,27 @@ from typing import NewType
 
 import numpy as np
 
-__all__ = ["Tick", "TICKS_PER_SECOND", "to_ticks", "to_seconds", "ticks_array"]
+__all__ = ["Tick", "TICKS_PER_SECOND", "MAX_TICKS", "MAX_SECONDS", "to_ticks", "to_seconds",
+           "ticks_array", "duration_problem"]
 
 Tick = NewType("Tick", int)
 TICKS_PER_SECOND = 1_000_000_000
+#: The latest time a simulation can hold: int64 ticks (about 292 years). Inputs are checked
+#: against it when read, so no sum of times overflows deep in a run.
+MAX_TICKS = 2**63 - 1
+MAX_SECONDS = MAX_TICKS // TICKS_PER_SECOND
+
+
+def duration_problem(seconds: float) -> str | None:
+    """Why `seconds` cannot be a duration (not finite, negative, beyond `MAX_SECONDS`), or
+    None when it can."""
+    if not seconds == seconds or seconds in (float("inf"), float("-inf")):
+        return f"must be a finite number of seconds, got {seconds!r}"
+    if seconds < 0:
+        return f"must be >= 0 seconds, got {seconds!r}"
+    if seconds > MAX_SECONDS:
+        return f"must be at most {MAX_SECONDS:,} seconds (292 years), got {seconds!r}"
+    return None
 
 
 def to_ticks(seconds: float) -> Tick:

@@ -12,7 +12,8 @@ or ``bps`` (bits, 1 Bps = 8 bps) with a decimal prefix (``k``/``K`` = 1e3, …) 
 unit, or a TOML int/float) is in the base unit: FLOP/s, bytes/s, seconds. The decimal number
 is scaled exactly (``fractions.Fraction``) and rounded once to the nearest float, so
 ``"500ns"`` is exactly the float nearest to 5e-7. Speeds and bandwidths must be positive,
-times non-negative, all finite; any problem is an `InputError` naming the field.
+times non-negative, all finite (a number too large for a float is refused, its exponent read
+before anything is computed); any problem is an `InputError` naming the field.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from fractions import Fraction
 
 from cosim.errors import InputError
@@ -52,6 +54,8 @@ _TIME = {
     "ms": Fraction(1, 10**3), "s": Fraction(1), "m": Fraction(60), "h": Fraction(3600),
     "d": Fraction(86400), "w": Fraction(604800),
 }
+
+_MAX_EXPONENT = 400  # decimal exponents beyond any float's, either way
 
 _QUANTITY = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*")
 _FLOPS = re.compile(r"(k|K|M|G|T|P|E|Z|Y)?flops", re.IGNORECASE)
@@ -90,9 +94,20 @@ def _parse(
         scale = lookup(unit) if unit else Fraction(1)
         if scale is None:
             raise fail(f"unknown {kind} unit {unit!r} in {value!r} (write e.g. {hint})")
-        x = float(Fraction(number) * scale)
+        # the exponent first: Fraction("1e99999999") would build a 10^8-digit integer
+        if Decimal(number).adjusted() > _MAX_EXPONENT:
+            raise fail(f"{kind} {value!r} is too large")
+        if Decimal(number).adjusted() < -_MAX_EXPONENT:
+            number = "0"  # below any float: zero (refused below where zero is)
+        try:
+            x = float(Fraction(number) * scale)
+        except OverflowError:
+            raise fail(f"{kind} {value!r} is too large") from None
     else:
-        x = float(value)
+        try:
+            x = float(value)
+        except OverflowError:
+            raise fail(f"{kind} {value!r} is too large") from None
     if not math.isfinite(x):
         raise fail(f"{kind} {value!r} is not finite")
     if x < 0 or (x == 0 and not allow_zero):

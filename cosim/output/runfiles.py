@@ -55,6 +55,13 @@ def _at(pairs: Sequence[tuple[int, int]], ticks: bool) -> str:
     return " ".join(f"{h}@{x}" for h, x in pairs)
 
 
+def _csv(text: str) -> str:
+    """A text field of a CSV row, quoted (RFC 4180) when it holds a comma, quote or newline."""
+    if "," in text or '"' in text or "\n" in text or "\r" in text:
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
 def _rows(outcomes: Sequence[JobOutcome]) -> Iterable[str]:
     yield JOBS_HEADER + "\n"
     sec = format_ticks
@@ -69,7 +76,7 @@ def _rows(outcomes: Sequence[JobOutcome]) -> Iterable[str]:
                if o.yielded or o.lent or o.borrowed else ",,")
         yield (f"{j.id},{sec(j.submit)},{start},{end},{len(o.hosts) or j.hosts},"
                f"{j.pes},{o.status},{wait},{sec(j.walltime)},{sec(j.runtime)},"
-               f"{j.category},{j.app},{host_ranges(o.hosts)},{rca},"
+               f"{_csv(j.category)},{_csv(j.app)},{host_ranges(o.hosts)},{rca},"
                f"{j.kind},{o.shrinks},{o.expands},{sec(o.pe_ticks)}\n")
 
 

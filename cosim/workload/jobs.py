@@ -36,6 +36,8 @@ __all__ = ["Job", "JobOutcome", "KINDS", "RESIZABLE"]
 
 KINDS = ("rigid", "moldable", "malleable", "evolving")
 RESIZABLE = frozenset(("malleable",))  # kinds the batch level may shrink and expand
+#: What a category may hold: it is a word of SWF comments (``category=C``) and a CSV field
+CATEGORY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:+-/")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +76,8 @@ class Job:
             raise ValueError("walltime and runtime must be >= 0")
         if not isinstance(self.app_params, MappingProxyType):
             object.__setattr__(self, "app_params", MappingProxyType(dict(self.app_params)))
+        if self.category and not CATEGORY_CHARS.issuperset(self.category):
+            raise ValueError(f"category {self.category!r}: letters, digits and _.:+-/ only")
         if self.kind not in KINDS:
             raise ValueError(f"unknown job kind {self.kind!r} (known: {', '.join(KINDS)})")
         if self.kind in ("rigid", "evolving"):  # exactly its PEs (follows `pes` on replace)

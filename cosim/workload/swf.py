@@ -67,9 +67,9 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Literal
 
-from cosim.core.clock import TICKS_PER_SECOND
+from cosim.core.clock import MAX_TICKS, TICKS_PER_SECOND
 from cosim.errors import InputError
-from cosim.workload.jobs import KINDS, Job
+from cosim.workload.jobs import CATEGORY_CHARS, KINDS, Job
 from cosim.workload.marking import MARKABLE_KINDS, decimal_text, pe_bounds
 from cosim.workload.runtime_models import IDEAL, RuntimeModel, model_from_pairs
 
@@ -158,7 +158,7 @@ def _open_text(path: str) -> io.TextIOWrapper:
         raw.close()
         raise InputError(f"cannot read ({exc.strerror or exc})", file=path) from None
     stream = gzip.GzipFile(fileobj=raw, mode="rb") if magic == _GZIP_MAGIC else raw
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace")
+    return io.TextIOWrapper(stream, encoding="utf-8-sig", errors="replace")  # (a BOM is dropped)
 
 
 class SwfReader:
@@ -364,6 +364,8 @@ def parse_cosim_app(value: str, *, file: str | None = None,
             raise bad(f"key {key!r} given twice")
         info[key] = val
     category = info.pop("category", "")
+    if not CATEGORY_CHARS.issuperset(category):
+        raise bad(f"category {category!r}: letters, digits and _.:+-/ only")
     app = info.pop("app", "rigid")
     if app != "rigid" and app not in MODELS:
         raise bad(f"unknown app {app!r} (known: {', '.join(sorted([*MODELS, 'rigid']))})")
@@ -467,6 +469,11 @@ def _check_int(value: object, name: str, low: int) -> int:
     return value
 
 
+#: The latest a job of a trace may end if it starts at once: half the tick range, the other
+#: half left for its wait (a trace beyond it is refused when read, not deep in a run)
+_LATEST_END = MAX_TICKS // 2
+
+
 def read_swf(
     path: str | os.PathLike[str],
     *,
@@ -540,6 +547,18 @@ def read_swf(
         x = f[_REQ_TIME]
         walltime = runtime if x <= 0 else int(x) * tps if x.is_integer() else ticks(
             text[_REQ_TIME])
+        if submit + max(runtime, walltime) > _LATEST_END:
+            problem = InputError(
+                f"submit + {'run' if runtime >= walltime else 'requested'} time ends after "
+                f"{_LATEST_END // tps:,} s (146 years; the rest of the tick range is for "
+                "waiting)", file=reader.path, line=rec.line,
+                field=_field(_RUN if runtime >= walltime else _REQ_TIME))
+            if not lenient:
+                raise problem
+            reader.bad_lines += 1
+            if warn is not None:
+                warn(f"{problem} (line skipped)")
+            continue
         job = Job(
             id=int(f[_JOB]), submit=submit, hosts=-(-pes // cores), pes=pes,
             walltime=walltime, runtime=runtime,

@@ -1,0 +1,167 @@
+"""Issue 11, first part: bad numbers, categories, a byte-order mark, output directories named
+`.`/`..`, stale completion markers and SIGTERM — each a one-line error (exit 2) or a clean
+path, never a traceback, a hang or a directory that looks complete."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cosim.cli import main
+from cosim.core.clock import MAX_SECONDS
+from cosim.core.units import parse_bandwidth, parse_speed, parse_time
+from cosim.errors import InputError
+from cosim.output.runfiles import _csv
+from cosim.workload.jobs import Job
+
+LINE = "1 0 -1 100 4 -1 -1 4 100 -1 1 1 1 1 1 1 -1 -1\n"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(code, err, *needles):
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith("cosim: error: ") and "Traceback" not in err
+    for n in needles:
+        assert n in err, err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e300", "-1"])
+def test_quantum_must_be_a_finite_duration(capsys, tmp_path, value):
+    swf = tmp_path / "t.swf"
+    swf.write_text(LINE)
+    code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4",
+                       f"--quantum={value}", "--out", str(tmp_path / "o"))
+    one_line_error(code, err, "field quantum")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--overhead", "inf"], "field overhead: must be a finite number"),
+    (["--overhead", "1e300"], f"at most {MAX_SECONDS:,} seconds"),
+    (["--speed", "1e400Gf"], "too large"),
+    (["--speed", "1e99999999f"], "too large"),  # once a hang in Fraction
+])
+def test_app_numbers_out_of_range(capsys, extra, needle):
+    t0 = time.perf_counter()
+    code, _, err = run(capsys, "app", "--app", "mandelbrot", "--hosts", "2", "--technique",
+                       "SS", *extra)
+    one_line_error(code, err, needle)
+    assert time.perf_counter() - t0 < 10
+
+
+@pytest.mark.parametrize("parse, text", [
+    (parse_speed, "1e400Gf"), (parse_bandwidth, "1e999bps"), (parse_time, "1e400s"),
+    (parse_speed, "1e99999999f"), (parse_time, "1e99999999h"), (parse_speed, 10**400),
+])
+def test_platform_quantities_too_large_are_input_errors(parse, text):
+    with pytest.raises(InputError, match="too large"):
+        parse(text, field="x", file="p.toml", line=3)
+
+
+def test_quantities_below_any_float_are_zero():
+    assert parse_time("1e-500s") == 0.0
+    with pytest.raises(InputError, match="positive"):
+        parse_speed("1e-500Gf")
+
+
+def test_an_swf_whose_times_overflow_the_tick_range_is_refused_when_read(capsys, tmp_path):
+    swf = tmp_path / "t.swf"
+    swf.write_text(LINE + "2 8000000000 -1 5000000000 4 -1 -1 4 100 -1 1 1 1 1 1 1 -1 -1\n")
+    code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4",
+                       "--out", str(tmp_path / "o"))
+    one_line_error(code, err, f"{swf}:2: field 4 (run time)", "146 years")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("category", ["a=b", "a,b", 'x"y'])
+def test_categories_that_would_break_swf_or_csv_are_refused_on_input(capsys, tmp_path,
+                                                                     category):
+    swf = tmp_path / "t.swf"
+    swf.write_text(f"; CosimApp: 1 category={category} app=rigid\n" + LINE)
+    code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4",
+                       "--out", str(tmp_path / "o"))
+    one_line_error(code, err, f"{swf}:1: field CosimApp: category")
+    with pytest.raises(ValueError, match="category"):
+        Job(id=1, submit=0, hosts=1, pes=1, walltime=1, runtime=1, category=category)
+
+
+def test_csv_text_fields_are_quoted_when_they_must_be():
+    fields = ["plain", "a,b", 'say "hi"', "two\nlines"]
+    row = ",".join(_csv(f) for f in fields)
+    assert next(csv.reader(io.StringIO(row))) == fields
+    assert _csv("plain") == "plain"
+
+
+def test_a_byte_order_mark_is_accepted(capsys, tmp_path):
+    swf = tmp_path / "bom.swf"
+    swf.write_bytes(b"\xef\xbb\xbf; Version: 2.2\n" + LINE.encode())
+    code, out, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4",
+                         "--out", str(tmp_path / "o"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["jobs"] == 1
+
+
+@pytest.mark.parametrize("out", [".", "a/.."])
+def test_out_dot_is_the_directory_it_names(capsys, tmp_path, monkeypatch, out):
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "a").mkdir()
+    swf = tmp_path / "t.swf"
+    swf.write_text(LINE)
+    monkeypatch.chdir(tmp_path / "here")
+    code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4", "--out", out)
+    assert code == 0, err
+    summary = json.loads((tmp_path / "here" / "summary.json").read_text())
+    assert summary["jobs"] == 1
+    assert {p.name for p in (tmp_path / "here").iterdir()} >= {
+        "jobs.csv", "schedule.swf", "results.h5", "summary.json"}
+
+
+def test_a_bad_output_directory_fails_before_simulating(capsys, tmp_path):
+    swf = tmp_path / "t.swf"
+    swf.write_text(LINE)
+    code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4",
+                       "--out", str(tmp_path / " spaced "))
+    one_line_error(code, err, "field out", "cannot hold a run")
+    assert not (tmp_path / " spaced ").exists()
+
+
+def test_sigterm_takes_the_interrupt_path_and_leaves_no_completion_marker(tmp_path):
+    """SIGTERM (timeout, scancel) mid-run: 'cosim: interrupted' once, exit 143, no temporary
+    files, and the earlier run's summary.json of a re-used directory gone, not left next to
+    a half-written new run."""
+    out = tmp_path / "main"
+    for name in ("rca-off", "rca-yield"):
+        (out / name).mkdir(parents=True)
+        (out / name / "summary.json").write_text('{"stale": true}\n')
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "cosim", "run", "--out", str(out)],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            env=env)
+    try:
+        first = proc.stderr.readline()  # the main job says so when its first simulation starts
+        assert "simulating" in first, first
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if code == 0:
+        pytest.skip("the run ended before the signal arrived (a very fast machine)")
+    assert code == 128 + signal.SIGTERM, rest
+    assert rest.count("cosim: interrupted") == 1 and "Traceback" not in rest
+    assert not list(tmp_path.rglob("*.tmp")) and not list(tmp_path.rglob(".*.tmp*"))
+    assert not list(out.rglob("summary.json"))
