@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cosim.bls import policies
-from cosim.errors import EXIT_INPUT, CosimError, InputError
+from cosim.errors import EXIT_INPUT, EXIT_OUTPUT, CosimError, InputError, OutputError
 
 __all__ = ["main", "build_parser"]
 
@@ -581,10 +581,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _rank() == 0:  # every rank validates the same inputs; one prints
             print(f"cosim: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except OutputError as exc:
+        print(f"cosim: error: {exc}", file=sys.stderr)
+        return EXIT_OUTPUT
     except CosimError as exc:
         if _rank() == 0:
             print(f"cosim: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # an I/O failure no writer turned into an OutputError
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"cosim: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_OUTPUT
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`_Terminated`)
         print("cosim: interrupted", file=sys.stderr)
         return 128 + getattr(exc, "signum", signal.SIGINT)

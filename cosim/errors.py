@@ -4,22 +4,26 @@ Every problem caused by the user's input (a file, a flag, a parameter) is raised
 `InputError`; the CLI prints its one-line message and exits with status 2, never a traceback.
 The message names where the problem is: ``FILE:LINE: field NAME: problem`` when a file and a
 line are known, shorter forms otherwise. `ProtocolError` marks a broken invariant of the
-simulation protocol (a bug, not bad input).
+simulation protocol (a bug, not bad input). `OutputError` is a file cosim could not write (disk
+full, no permission): one line too, exit status 74 (``EX_IOERR``), not 2, which is reserved for
+bad input.
 """
 
 from __future__ import annotations
 
-__all__ = ["CosimError", "InputError", "ProtocolError", "EXIT_INPUT"]
+__all__ = ["CosimError", "InputError", "OutputError", "ProtocolError", "EXIT_INPUT",
+           "EXIT_OUTPUT"]
 
 EXIT_INPUT = 2
+EXIT_OUTPUT = 74  # sysexits.h EX_IOERR
 
 
 class CosimError(Exception):
     """Base class of every error cosim raises on purpose."""
 
 
-class InputError(CosimError):
-    """Bad user input; the CLI reports it on one line and exits with status 2.
+class LocatedError(CosimError):
+    """An error whose one-line message says where it is.
 
     Parameters
     ----------
@@ -51,6 +55,15 @@ class InputError(CosimError):
         if self.field is not None:
             where += f"field {self.field}: "
         return where + " ".join(self.problem.split())
+
+
+class InputError(LocatedError):
+    """Bad user input; the CLI reports it on one line and exits with status 2."""
+
+
+class OutputError(LocatedError):
+    """A file that could not be written (disk full, permission, a path that is not a
+    directory); the CLI reports it on one line and exits with status 74."""
 
 
 class ProtocolError(CosimError):

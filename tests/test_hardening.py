@@ -165,3 +165,46 @@ def test_sigterm_takes_the_interrupt_path_and_leaves_no_completion_marker(tmp_pa
     assert rest.count("cosim: interrupted") == 1 and "Traceback" not in rest
     assert not list(tmp_path.rglob("*.tmp")) and not list(tmp_path.rglob(".*.tmp*"))
     assert not list(out.rglob("summary.json"))
+
+
+FSIZE_RUN = """
+import resource, signal, sys
+from mpi4py import MPI  # (MPI's transports open their files before the limit)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), int(sys.argv[1])))
+from cosim.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.fixture(scope="module")
+def warm_costs(tmp_path_factory):
+    """The run once without a limit: the app costs it caches are then on disk (a cache
+    write would otherwise be the first to fail)."""
+    from cosim.paths import TRACES_DIR
+
+    out = tmp_path_factory.mktemp("warm") / "o"
+    assert main(["run", "--workload", str(TRACES_DIR / "esp-mandelbrot.swf"), "--out",
+                 str(out)]) == 0
+
+
+@pytest.mark.parametrize("limit, extra, failing", [
+    (20_000, [], "jobs.csv: cannot write (File too large)"),
+    (140_000, ["--trace", "full"], "trace: cannot write the trace (File is too large"),
+])
+def test_a_full_disk_is_one_line_and_its_own_exit_status(tmp_path, warm_costs, limit, extra,
+                                                         failing):
+    """Writes past a file-size limit (what a full disk looks like to cosim): one line, exit
+    74 (not 2: that is bad input), no temporary file, no trace or summary that looks
+    complete — libotf2's own error lines (one per failed buffer) are not shown."""
+    from cosim.paths import TRACES_DIR
+
+    out = tmp_path / "o"
+    proc = subprocess.run([sys.executable, "-c", FSIZE_RUN, str(limit), "run", "--workload",
+                           str(TRACES_DIR / "esp-mandelbrot.swf"), *extra, "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 74, proc.stderr
+    assert proc.stderr.splitlines() == [proc.stderr.strip()], proc.stderr
+    assert failing in proc.stderr and "[OTF2]" not in proc.stderr
+    assert not list(tmp_path.rglob("*.tmp")) and not (out / "summary.json").exists()
+    assert not (out / "trace").exists()

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cosim.errors import InputError
+from cosim.errors import InputError, OutputError
 from cosim.output import hdf5
 from cosim.output.hdf5 import (
     SCHEMA_VERSION,
@@ -251,9 +251,9 @@ def test_no_temporary_file_after_a_failure(tmp_path, runs, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken)
-    with pytest.raises(InputError, match="results.h5.*No space left"):
+    with pytest.raises(OutputError, match="results.h5.*No space left"):
         write_results(path, runs)
-    with pytest.raises(InputError, match="No space left"):
+    with pytest.raises(OutputError, match="No space left"):  # exit 74, not 2
         append_run(path, runs[1])
     monkeypatch.undo()
     assert [p.name for p in tmp_path.iterdir()] == ["results.h5"]

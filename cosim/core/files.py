@@ -3,22 +3,35 @@
 `atomic_open` yields a file opened on a temporary name in the target's directory and renames
 it into place only when the block ends without error, so an interrupted run never leaves a
 partial file under the final name. The file gets mode 0644 (``mkstemp`` would make it
-private). A failure to write (missing permission, full disk) is an `InputError` naming the
-file; any other exception removes the temporary file and propagates.
+private). A failure to write is an `OutputError` naming the file (full disk, missing
+permission: exit 74), or an `InputError` when the path cannot be a file (exit 2); any other
+exception removes the temporary file and propagates.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from cosim.errors import InputError
+from cosim.errors import InputError, LocatedError, OutputError
 
-__all__ = ["atomic_open"]
+__all__ = ["atomic_open", "write_error"]
+
+#: errors of the path itself (a file where a directory must be, a name too long): bad input
+#: (EEXIST: `mkdir` of a directory where a file is)
+_BAD_PATH = frozenset((errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.ENAMETOOLONG, errno.ELOOP))
+
+
+def write_error(exc: OSError, target: object) -> LocatedError:
+    """The error to raise for a failed write of `target`: `InputError` (exit 2) when the path
+    cannot be a file, `OutputError` (exit 74) for an I/O failure (disk full, permission)."""
+    cls = InputError if exc.errno in _BAD_PATH else OutputError
+    return cls(f"cannot write ({exc.strerror or exc})", file=target)
 
 
 @contextlib.contextmanager
@@ -31,7 +44,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
-        raise InputError(f"cannot write ({exc.strerror or exc})", file=target) from None
+        raise write_error(exc, target) from None
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as fh:
             os.fchmod(fh.fileno(), 0o644)
@@ -40,7 +53,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise InputError(f"cannot write ({exc.strerror or exc})", file=target) from None
+        raise write_error(exc, target) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -22,8 +22,9 @@ import contextlib
 import ctypes
 import os
 import shutil
+import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
@@ -36,7 +37,8 @@ from _otf2.Config import conf
 from otf2 import events as _ev
 
 from cosim.core.clock import TICKS_PER_SECOND
-from cosim.errors import InputError
+from cosim.core.files import write_error
+from cosim.errors import InputError, OutputError
 
 __all__ = ["ARCHIVE_NAME", "Event", "Otf2Writer", "WriteStats", "event_kind", "is_trace_dir",
            "make_enter", "make_leave", "make_metric", "make_program_begin", "make_program_end",
@@ -209,9 +211,10 @@ class Otf2Writer:
             tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.",
                                         suffix=".tmp"))
         except OSError as exc:
-            raise InputError(f"cannot write ({exc.strerror or exc})", file=target) from None
+            raise write_error(exc, target) from None
         self.path = target
         self._tmp = tmp
+        self._err = tempfile.TemporaryFile()  # libotf2's stderr (`_libotf2`)
         self._realtime_s = float(realtime_s)
         try:
             self._trace = otf2.writer.Writer(str(tmp), archive_name=ARCHIVE_NAME,
@@ -294,9 +297,38 @@ class Otf2Writer:
         location must not be earlier than what was written there (ValueError at the flush
         that finds them)."""
         n = 0
-        for i in range(len(self._bufs)) if locs is None else locs:
-            n += self._flush_one(i, upto)
+        with self._libotf2():
+            for i in range(len(self._bufs)) if locs is None else locs:
+                n += self._flush_one(i, upto)
         return n
+
+    @contextlib.contextmanager
+    def _libotf2(self) -> Iterator[None]:
+        """Run libotf2 calls with the process's stderr (fd 2) caught: libotf2 reports its
+        errors there, a line per failed buffer write (1,952 lines on a full disk), and a
+        failed write is not always an error code. Its ``[OTF2] ... error`` lines become one
+        `OutputError` (the archive is then discarded by the caller); anything else caught is
+        written back to stderr."""
+        sys.stderr.flush()
+        err = self._err
+        start = err.seek(0, os.SEEK_END)
+        saved = os.dup(2)
+        try:
+            os.dup2(err.fileno(), 2)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            err.seek(start)
+            caught = err.read().decode("utf-8", errors="replace").splitlines()
+            errors = [ln for ln in caught if ln.startswith("[OTF2]") and ": error: " in ln]
+            for line in caught:
+                if line not in errors:
+                    print(line, file=sys.stderr)
+        if errors:
+            problem = errors[0].split(": error: ", 1)[1].split(":", 1)[0]
+            raise OutputError(f"cannot write the trace ({problem}; libotf2 reported "
+                              f"{len(errors)} error line(s))", file=self.path)
 
     def _flush_one(self, i: int, upto: int | None) -> int:
         buf = self._bufs[i]
@@ -380,7 +412,8 @@ class Otf2Writer:
                 # replaces the host's wall clock at the first event (see realtime_s)
                 self._trace._realtime_timestamp = self._realtime_s
             self._closed = True
-            self._trace.close()
+            with self._libotf2():
+                self._trace.close()
             os.chmod(self._tmp, 0o755)  # mkdtemp makes it private
             _replace_dir(self._tmp, self.path)
         except BaseException:
@@ -389,6 +422,7 @@ class Otf2Writer:
             raise
         finally:
             self._free_attr_list()
+            self._err.close()
         return WriteStats(path=self.path, events=self._written, locations=len(self.defs.locations))
 
     def abort(self) -> None:
@@ -410,6 +444,7 @@ class Otf2Writer:
             self._trace._handle = None
         self._free_attr_list()
         shutil.rmtree(self._tmp, ignore_errors=True)
+        self._err.close()
 
     def _free_attr_list(self) -> None:
         if self._attr_list is not None:
@@ -467,4 +502,4 @@ def _replace_dir(tmp: Path, target: Path) -> None:
             raise
         shutil.rmtree(old, ignore_errors=True)
     except OSError as exc:
-        raise InputError(f"cannot write ({exc.strerror or exc})", file=target) from None
+        raise write_error(exc, target) from None
