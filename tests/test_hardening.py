@@ -208,3 +208,80 @@ def test_a_full_disk_is_one_line_and_its_own_exit_status(tmp_path, warm_costs, l
     assert failing in proc.stderr and "[OTF2]" not in proc.stderr
     assert not list(tmp_path.rglob("*.tmp")) and not (out / "summary.json").exists()
     assert not (out / "trace").exists()
+
+
+@pytest.mark.parametrize("param, needle", [
+    ("max_iter=0", "field app-param: max_iter must be >= 1"),
+    ("widht=5", "field widht: unknown key"),
+    ("width=-5", "width and height must be >= 1"),
+    ("total_flop=abc", "field total_flop: must be a number > 0"),
+    ("total_flop=-3", "field total_flop: must be a number > 0"),
+    ("width=300000", "at most 33,554,432 tasks"),  # once 671 GiB asked for at the first start
+])
+def test_app_parameters_are_checked_when_the_workload_is_read(capsys, tmp_path, param,
+                                                              needle):
+    swf = tmp_path / "t.swf"
+    swf.write_text(f"; CosimApp: 1 category=A app=mandelbrot {param}\n" + LINE)
+    code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4",
+                       "--out", str(tmp_path / "o"))
+    one_line_error(code, err, f"{swf}:1: ", needle)
+    assert not (tmp_path / "o").exists()
+
+
+def test_cost_files_asking_for_too_much_or_for_other_files_are_refused(tmp_path):
+    import h5py
+    import numpy as np
+
+    from cosim.workload.profile import _read_hdf5, _read_npy
+
+    huge = tmp_path / "huge.npy"  # a 128-byte file whose header says 10^11 costs
+    with open(huge, "wb") as fh:
+        np.lib.format.write_array_header_1_0(
+            fh, {"descr": "<f8", "fortran_order": False, "shape": (10**11,)})
+    with pytest.raises(InputError, match="100,000,000,000 costs, more than"):
+        _read_npy(huge)
+    raw = tmp_path / "raw.bin"
+    np.arange(1.0, 11.0).tofile(raw)
+    with h5py.File(tmp_path / "ext.h5", "w") as f:  # its data in another (any) local file
+        f.create_dataset("c", shape=(10,), dtype="f8", external=[(str(raw), 0, 80)])
+    with pytest.raises(InputError, match="external or virtual"):
+        _read_hdf5(tmp_path / "ext.h5", None)
+    with h5py.File(tmp_path / "src.h5", "w") as f:
+        f["d"] = np.arange(1.0, 11.0)
+    layout = h5py.VirtualLayout(shape=(10,), dtype="f8")
+    layout[:] = h5py.VirtualSource(str(tmp_path / "src.h5"), "d", shape=(10,))
+    with h5py.File(tmp_path / "virt.h5", "w") as f:
+        f.create_virtual_dataset("v", layout)
+    with pytest.raises(InputError, match="external or virtual"):
+        _read_hdf5(tmp_path / "virt.h5", None)
+    assert _read_hdf5(tmp_path / "src.h5", None).tolist() == list(np.arange(1.0, 11.0))
+
+
+@pytest.mark.parametrize("hosts, needle", [
+    ("count = 1000000000\ncores = 16", "field hosts.count: must be at most 1,048,576"),
+    ("count = 4\ncores = 99999999999999999999", "field hosts.cores: must be at most 4,096"),
+    ("count = 1048576\ncores = 32", "PEs (count x cores) must be at most 16,777,216"),
+])
+def test_platform_files_asking_for_huge_machines_are_refused_at_once(capsys, tmp_path, hosts,
+                                                                     needle):
+    toml = tmp_path / "p.toml"
+    toml.write_text(f'[platform]\nname = "p"\n[hosts]\n{hosts}\nspeed = "1Gf"\n'
+                    '[network]\ntopology = "full"\nbandwidth = "1Gbps"\n')
+    swf = tmp_path / "t.swf"
+    swf.write_text(LINE)
+    t0 = time.perf_counter()
+    code, _, err = run(capsys, "run", "--workload", str(swf), "--platform", str(toml),
+                       "--out", str(tmp_path / "o"))
+    one_line_error(code, err, str(toml), needle)
+    assert time.perf_counter() - t0 < 10
+
+
+def test_a_simgrid_radical_of_a_billion_hosts_is_refused(tmp_path):
+    from cosim.paths import PLATFORMS_DIR
+    from cosim.platform import load_platform
+
+    xml = (PLATFORMS_DIR / "example-cluster.xml").read_text()
+    bad = tmp_path / "big.xml"
+    bad.write_text(xml.replace('radical="0-7"', 'radical="0-999999999"'))
+    with pytest.raises(InputError, match="radical.*more than 1,048,576 hosts"):
+        load_platform(str(bad))

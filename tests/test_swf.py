@@ -227,12 +227,12 @@ def test_header_parsing(tmp_path):
 
 def test_cosim_app_comments(tmp_path):
     path = swf_file(tmp_path,
-                    "; CosimApp: 3 category=C app=psia priority=1 total_flop=1.5e+12 x=y",
+                    "; CosimApp: 3 category=C app=psia priority=1 total_flop=1.5e+12 seed=7",
                     "; CosimApp: 4 app=mandelbrot",
                     job_line(1, exe=3), job_line(2, exe=4), job_line(3, exe=5), job_line(4))
     j1, j2, j3, j4 = read_swf(path).jobs
     assert (j1.category, j1.app, j1.priority, dict(j1.app_params)) == (
-        "C", "psia", 1, {"total_flop": "1.5e+12", "x": "y"})
+        "C", "psia", 1, {"total_flop": "1.5e+12", "seed": "7"})
     assert (j2.category, j2.app, j2.priority, dict(j2.app_params)) == ("", "mandelbrot", 0, {})
     assert j3.app == j4.app == "rigid" and j3.category == ""
     assert parse_cosim_app("7 category=Z")[0] == 7
@@ -468,6 +468,18 @@ def test_atomic_gzip_output_is_deterministic(tmp_path):
 # --------------------------------------------------------------------------- property
 
 
+def _app_params(app):
+    """Parameters a CosimApp line may carry for `app` (checked when read): any text for rigid
+    jobs; a positive total_flop and a real key of the model for the others."""
+    if app == "rigid":
+        return st.dictionaries(st.sampled_from(["total_flop", "w"]),
+                               st.from_regex(r"[0-9a-z.+]{1,8}", fullmatch=True), max_size=2)
+    key = "seed" if app == "psia" else "max_iter"
+    return st.fixed_dictionaries({}, optional={
+        "total_flop": st.sampled_from(["1", "1.5e+12", "250000", "7e3"]),
+        key: st.integers(1, 10**6).map(str)})
+
+
 @st.composite
 def jobs(draw):
     n = draw(st.integers(1, 12))
@@ -481,9 +493,7 @@ def jobs(draw):
             walltime=draw(st.one_of(st.just(run), st.integers(1, 10**13))), runtime=run,
             app=app, category=draw(st.sampled_from(["", "A", "Z"])),
             priority=draw(st.integers(0, 2)),
-            app_params=draw(st.dictionaries(st.sampled_from(["total_flop", "w"]),
-                                            st.from_regex(r"[0-9a-z.+]{1,8}", fullmatch=True),
-                                            max_size=2)),
+            app_params=draw(_app_params(app)),
             user=draw(st.integers(-1, 50)), queue=draw(st.integers(-1, 3)),
         ))
     return out

@@ -21,7 +21,15 @@ import numpy as np
 from cosim.core.clock import Tick, to_ticks
 from cosim.errors import InputError
 
-__all__ = ["Host", "Route", "Routing", "Platform", "route_of"]
+__all__ = ["Host", "Route", "Routing", "Platform", "route_of", "MAX_HOSTS", "MAX_CORES",
+           "MAX_PES"]
+
+#: The largest machine a platform file may describe, checked while it is read (before a host
+#: list or a per-PE array is built): 2^20 hosts (Fugaku has 158,976), 4,096 cores a host,
+#: 2^24 PEs in all (the batch level keeps a few int64 per PE: ~0.7 GB there)
+MAX_HOSTS = 2**20
+MAX_CORES = 4096
+MAX_PES = 2**24
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,7 +26,7 @@ from xml.parsers import expat
 
 from cosim.core.units import parse_bandwidth, parse_speed, parse_time
 from cosim.errors import InputError
-from cosim.platform.model import Host, Platform
+from cosim.platform.model import MAX_CORES, MAX_HOSTS, MAX_PES, Host, Platform
 from cosim.platform.simgrid_routing import XmlRouting, Zone, ZoneRoute
 
 __all__ = ["load_simgrid_xml", "ROUTINGS"]
@@ -124,6 +124,8 @@ class _Reader:
             raise self.fail(el, f"expected an integer, got {text!r}", attr) from None
         if value < 1:
             raise self.fail(el, f"must be at least 1, got {value}", attr)
+        if value > MAX_CORES:
+            raise self.fail(el, f"must be at most {MAX_CORES:,}, got {value:,}", attr)
         return value
 
     def point(self, el: ET.Element, name: str, kind: str, zone: Zone | None,
@@ -282,6 +284,8 @@ class _Reader:
                                 "radical") from None
             if last < first:
                 raise self.fail(el, f"empty range {part.strip()!r}", "radical")
+            if len(numbers) + last - first + 1 > MAX_HOSTS:
+                raise self.fail(el, f"more than {MAX_HOSTS:,} hosts", "radical")
             numbers.extend(range(first, last + 1))
         return numbers
 
@@ -339,6 +343,10 @@ def load_simgrid_xml(path: Path, *, source: str) -> Platform:
     if not reader.hosts:
         raise InputError("the platform has no host", file=path, line=lines.get(root_el),
                          field="platform")
+    pes = sum(cores for _, _, cores, _ in reader.hosts)
+    if len(reader.hosts) > MAX_HOSTS or pes > MAX_PES:
+        raise InputError(f"{len(reader.hosts):,} hosts and {pes:,} PEs: at most {MAX_HOSTS:,} "
+                         f"and {MAX_PES:,}", file=path, field="platform")
     hosts = tuple(Host(index=i, name=name, speed=speed, cores=cores, rack=z.rack)
                   for i, (name, speed, cores, z) in enumerate(reader.hosts))
     routing = XmlRouting(file=path, root=root,

@@ -21,7 +21,7 @@ from typing import Any
 from cosim.config import build, check_keys, read_toml
 from cosim.core.units import parse_bandwidth, parse_speed, parse_time
 from cosim.errors import InputError
-from cosim.platform.model import Host, Platform, Routing
+from cosim.platform.model import MAX_CORES, MAX_HOSTS, MAX_PES, Host, Platform, Routing
 from cosim.platform.networks import FullMesh, Link, SwitchGraph
 
 __all__ = ["load_toml", "TOPOLOGIES"]
@@ -135,6 +135,12 @@ def _at_least(value: int, low: int, *, file: Path, field: str) -> None:
         raise InputError(f"must be at least {low}, got {value}", file=file, field=field)
 
 
+def _at_most(value: int, high: int, *, file: Path, field: str, what: str = "") -> None:
+    if value > high:
+        raise InputError(f"{what + ' ' if what else ''}must be at most {high:,}, got {value:,}",
+                         file=file, field=field)
+
+
 def _name(value: str, *, file: Path, field: str) -> str:
     if not value.strip():
         raise InputError("must not be empty", file=file, field=field)
@@ -150,6 +156,10 @@ def _read_hosts(doc: Mapping[str, Any], file: Path) -> tuple[list[Host], int | N
         spec = _build(_Hosts, doc["hosts"], file=file, section="hosts")
         _at_least(spec.count, 1, file=file, field="hosts.count")
         _at_least(spec.cores, 1, file=file, field="hosts.cores")
+        _at_most(spec.count, MAX_HOSTS, file=file, field="hosts.count")
+        _at_most(spec.cores, MAX_CORES, file=file, field="hosts.cores")
+        _at_most(spec.count * spec.cores, MAX_PES, file=file, field="hosts.count",
+                 what="PEs (count x cores)")
         per_rack = spec.hosts_per_rack
         if per_rack is not None:
             _at_least(per_rack, 1, file=file, field="hosts.hosts_per_rack")
@@ -164,6 +174,7 @@ def _read_hosts(doc: Mapping[str, Any], file: Path) -> tuple[list[Host], int | N
         sec = f"host[{i}]"
         e = _build(_HostEntry, table, file=file, section=sec)
         _at_least(e.cores, 1, file=file, field=f"{sec}.cores")
+        _at_most(e.cores, MAX_CORES, file=file, field=f"{sec}.cores")
         _at_least(e.rack, 0, file=file, field=f"{sec}.rack")
         hosts.append(Host(index=i, name=_name(e.name, file=file, field=f"{sec}.name"),
                           speed=e.speed, cores=e.cores, rack=e.rack))

@@ -8,6 +8,8 @@ O(1) and adaptive techniques get a chunk's per-iteration variance from ``prefix_
 arrays are float64 and read-only. `validate_costs` is the single gate through which
 user-supplied numbers enter: it refuses empty input, NaN, infinities and negative values
 with an `InputError` that names the file and, for text files, the line of the first bad value.
+`MAX_TASKS` bounds the iterations of any app, checked on the parameters or a file's header
+before anything is allocated (a one-line TOML could otherwise ask for terabytes).
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ import numpy as np
 
 from cosim.errors import InputError
 
-__all__ = ["TaskCosts", "validate_costs"]
+__all__ = ["TaskCosts", "validate_costs", "MAX_TASKS"]
+
+#: The most loop iterations an app may have: 2^25 (33.5 M; ~1 GiB of cost arrays), 128 times
+#: the 512 x 512 Mandelbrot of the ESP benchmark
+MAX_TASKS = 2**25
 
 
 def validate_costs(

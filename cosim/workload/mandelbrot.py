@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 
 from cosim.workload.cache import cached_array
-from cosim.workload.costs import TaskCosts
+from cosim.workload.costs import MAX_TASKS, TaskCosts
 
 __all__ = ["MandelbrotParams", "CODE_VERSION", "default_flop_per_iter", "pixel_grid", "step",
            "escape_counts", "escape_image", "compute"]
@@ -99,6 +99,9 @@ class MandelbrotParams:
             object.__setattr__(self, "flop_per_iter", float(default_flop_per_iter(self.power)))
         if self.width < 1 or self.height is None or self.height < 1:
             raise ValueError(f"width and height must be >= 1, got {self.width}x{self.height}")
+        if self.width * self.height > MAX_TASKS:
+            raise ValueError(f"width x height must be at most {MAX_TASKS:,} tasks, got "
+                             f"{self.width}x{self.height}")
         if not (self.xmin < self.xmax and self.ymin < self.ymax):
             raise ValueError("the region needs xmin < xmax and ymin < ymax")
         if self.max_iter < 1:

@@ -13,6 +13,7 @@ line for text files, and the field.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from cosim.errors import InputError
-from cosim.workload.costs import TaskCosts, validate_costs
+from cosim.workload.costs import MAX_TASKS, TaskCosts, validate_costs
 
 __all__ = ["ProfileParams", "load_costs", "compute"]
 
@@ -73,6 +74,16 @@ def _read_text(path: Path) -> np.ndarray:
 
 
 def _read_npy(path: Path) -> np.ndarray:
+    try:  # the shape from the header first: a 100-byte file may say (10^11,)
+        with open(path, "rb") as fh:
+            fmt = np.lib.format
+            version = fmt.read_magic(fh)
+            read = fmt.read_array_header_1_0 if version == (1, 0) else \
+                fmt.read_array_header_2_0
+            shape = read(fh)[0]
+    except (ValueError, EOFError, OSError) as exc:
+        raise InputError(f"not a valid .npy file ({exc})", file=path) from None
+    _check_size(math.prod(shape), path)
     try:
         data = np.load(path, allow_pickle=False)
     except (ValueError, EOFError, OSError) as exc:
@@ -104,8 +115,19 @@ def _read_hdf5(path: Path, dataset: str | None) -> np.ndarray:
             if name not in names:
                 raise InputError(f"no dataset {dataset!r} (datasets: {listing})",
                                  file=path, field="dataset")
-        data = fh[name][()]
+        ds = fh[name]
+        if ds.is_virtual or ds.external:  # it would read other files, named by this one
+            raise InputError("refusing a dataset stored in other files (external or virtual "
+                             "storage)", file=path, field=name)
+        _check_size(ds.size, path, field=name)
+        data = ds[()]
     return validate_costs(data, file=path, field=name)
+
+
+def _check_size(n: int, path: Path, field: str | None = None) -> None:
+    if n > MAX_TASKS:
+        raise InputError(f"{n:,} costs, more than the {MAX_TASKS:,} tasks an app may have",
+                         file=path, field=field)
 
 
 def load_costs(path: str | Path, *, dataset: str | None = None) -> np.ndarray:

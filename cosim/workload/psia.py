@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 
 from cosim.workload.cache import cached_array
-from cosim.workload.costs import TaskCosts
+from cosim.workload.costs import MAX_TASKS, TaskCosts
 
 __all__ = ["PsiaParams", "CODE_VERSION", "point_cloud", "accepted_counts", "compute"]
 
@@ -88,6 +88,9 @@ class PsiaParams:
             raise ValueError(f"points must be >= 1, got {self.points}")
         if self.images < 1:  # type: ignore[operator]
             raise ValueError(f"images must be >= 1, got {self.images}")
+        if max(self.points, self.images) > MAX_TASKS:  # type: ignore[operator]
+            raise ValueError(f"points and images must be at most {MAX_TASKS:,}, got "
+                             f"{self.points} and {self.images}")
         if self.image_width < 1:
             raise ValueError(f"image_width must be >= 1, got {self.image_width}")
         if not self.bin_size > 0:

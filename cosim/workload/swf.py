@@ -347,7 +347,7 @@ def parse_cosim_app(value: str, *, file: str | None = None,
         0 or 1 (the job's hint for RCA exclusion requests) or ``app`` is not a known app
         model; ``field KEY`` for a bad kind, bound or model key (module docstring, (6)).
     """
-    from cosim.workload.apps import MODELS
+    from cosim.workload.apps import MODELS, resolve_app
 
     def bad(problem: str) -> InputError:
         return InputError(problem, file=file, line=line, field=COSIM_APP_KEY)
@@ -379,9 +379,28 @@ def parse_cosim_app(value: str, *, file: str | None = None,
     model_pairs = {k: info.pop(k) for k in MODEL_KEYS if k in info}
     bounds = _parse_bounds(marks, file, line)
     model = model_from_pairs(model_pairs, file=file, line=line) if model_pairs else IDEAL
+    if app != "rigid":  # the app's parameters now, not when its first job starts
+        total = info.get("total_flop")
+        if total is not None and not _positive_number(total):
+            raise InputError(f"must be a number > 0, got {total!r}", file=file, line=line,
+                             field="total_flop")
+        try:
+            resolve_app(app, overrides={k: v for k, v in info.items() if k != "total_flop"})
+        except InputError as exc:  # named by the key, at this line
+            raise InputError(exc.problem, file=file, line=line,
+                             field=(exc.field or "app-param").removeprefix("app-param.")) \
+                from None
     return int(tokens[0]), AppInfo(category=category, app=app, priority=int(prio),
                                    exclusion_ok=excl == "1", params=tuple(info.items()),
                                    model=model, **bounds)
+
+
+def _positive_number(text: str) -> bool:
+    try:
+        x = float(text)
+    except ValueError:
+        return False
+    return math.isfinite(x) and x > 0
 
 
 def _parse_bounds(marks: dict[str, str], file: str | None, line: int | None) -> dict:
