@@ -12,9 +12,11 @@ communicator while ranks 1..K-1 `serve_als` it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -245,13 +247,37 @@ def plan(opt: RunOptions) -> list[RunOptions]:
     return [replace(main, rca="off"), replace(main, rca="full" if opt.rca == "full" else "yield")]
 
 
+#: The options in a default directory's readable part, and those that change nothing the
+#: simulation decides (what is written, where): the others go into its hash (`config_tag`)
+_NAMED = frozenset(("workload", "batch", "priority", "technique", "rca", "malleable"))
+_NOT_RESULTS = frozenset(("out", "trace", "plots", "chunks"))
+
+
+def config_tag(opt: RunOptions) -> str:
+    """``-`` + 8 hex digits of a hash of every option that changes results and is not in the
+    readable part of a default directory name, when one differs from its default (else
+    ``""``): two runs that would differ never share a default directory."""
+    defaults = RunOptions(workload=opt.workload)
+    changed = {f.name: getattr(opt, f.name) for f in fields(RunOptions)
+               if f.name not in _NAMED | _NOT_RESULTS
+               and getattr(opt, f.name) != getattr(defaults, f.name)}
+    if not changed:
+        return ""
+    text = json.dumps({k: dict(v) if isinstance(v, Mapping) else v
+                       for k, v in sorted(changed.items())}, sort_keys=True)
+    return "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
 def default_out(opt: RunOptions) -> Path:
-    """``runs/<workload>-<batch>-<priority>[-<technique>-rca-<rca>]``."""
+    """``runs/<workload>-<batch>-<priority>[-<technique>-rca-<rca>][-<malleable>][-<tag>]``
+    (`config_tag`: the other options that change results)."""
     stem = Path(opt.workload).name.split(".")[0]
     name = f"{stem}-{opt.batch}-{opt.priority}"
     if opt.rca != "off" or opt.technique != "STATIC":
         name += f"-{opt.technique}-rca-{opt.rca}"
-    return Path("runs") / name
+    if opt.malleable != "none":
+        name += f"-{opt.malleable}"
+    return Path("runs") / (name + config_tag(opt))
 
 
 def tables_of(record: RunRecord, run_id: str) -> Any:
@@ -317,5 +343,6 @@ def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
 def main_out(opt: RunOptions, rca: str) -> Path:
     """Output directory of one run of the main job."""
     base = Path(opt.out) if opt.out else Path("runs") / (
-        f"main-{Path(MAIN_WORKLOAD).name.split('.')[0]}-{opt.technique}")
+        f"main-{Path(MAIN_WORKLOAD).name.split('.')[0]}-{opt.technique}"
+        + ("" if opt.malleable == "none" else f"-{opt.malleable}") + config_tag(opt))
     return base / f"rca-{rca}"

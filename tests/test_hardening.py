@@ -285,3 +285,34 @@ def test_a_simgrid_radical_of_a_billion_hosts_is_refused(tmp_path):
     bad.write_text(xml.replace('radical="0-7"', 'radical="0-999999999"'))
     with pytest.raises(InputError, match="radical.*more than 1,048,576 hosts"):
         load_platform(str(bad))
+
+
+def test_default_directories_differ_whenever_results_may(capsys, tmp_path, monkeypatch):
+    """Every option that changes results changes the default directory (a readable name, then
+    a hash of the others when any is not at its default); output-only options do not."""
+    from dataclasses import replace
+
+    from cosim.experiment import RunOptions, default_out, main_out
+
+    base = RunOptions(workload="traces/kth.swf.gz")
+    assert default_out(base) == default_out(replace(base, trace="full", plots=True))
+    assert str(default_out(base)) == "runs/kth-easy-fcfs"
+    variants = [replace(base, hosts=64), replace(base, platform="mc64x48"),
+                replace(base, seed=1), replace(base, selection="contiguous"),
+                replace(base, quantum_s=60.0), replace(base, walltime_kill=False),
+                replace(base, technique_params={"min_chunk": "2"}),
+                replace(base, app_overrides={"max_iter": "500"}),
+                replace(base, malleable="sd"), replace(base, malleable="sd", seed=1),
+                replace(base, malleable_params={"cutoff": "none"}, malleable="sd")]
+    names = [default_out(v) for v in [base, *variants]]
+    assert len(set(names)) == len(names), names
+    assert default_out(replace(base, hosts=64)) == default_out(replace(base, hosts=64))
+    assert main_out(replace(base, hosts=64), "off") != main_out(base, "off")
+    # and end to end: two runs that differ only in --hosts no longer share a directory
+    swf = tmp_path / "t.swf"
+    swf.write_text(LINE)
+    monkeypatch.chdir(tmp_path)
+    for hosts in ("4", "8"):
+        code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", hosts)
+        assert code == 0, err
+    assert len(list((tmp_path / "runs").iterdir())) == 2
