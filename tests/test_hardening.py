@@ -5,6 +5,7 @@ path, never a traceback, a hang or a directory that looks complete."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -316,3 +317,34 @@ def test_default_directories_differ_whenever_results_may(capsys, tmp_path, monke
         code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", hosts)
         assert code == 0, err
     assert len(list((tmp_path / "runs").iterdir())) == 2
+
+
+def test_identical_runs_write_byte_identical_otf2_archives(capsys, tmp_path):
+    """libotf2 puts a random trace id in the anchor file; cosim replaces it by a hash of the
+    definitions, so two identical runs give the same bytes — and the archive still reads."""
+    import _otf2
+    import otf2
+
+    from cosim.paths import TRACES_DIR
+
+    outs = [tmp_path / d / "r" for d in ("a", "b")]
+    for out in outs:
+        code, _, err = run(capsys, "run", "--workload", str(TRACES_DIR / "esp-psia.swf"),
+                           "--trace", "full", "--out", str(out))
+        assert code == 0, err
+    files = sorted(p.relative_to(outs[0] / "trace") for p in (outs[0] / "trace").rglob("*")
+                   if p.is_file())
+    assert files and any(p.suffix == ".evt" for p in files)
+    for rel in files:
+        a, b = ((out / "trace" / rel).read_bytes() for out in outs)
+        assert a == b, rel
+    anchor = str(outs[0] / "trace" / "traces.otf2")
+    reader = _otf2.Reader_Open(anchor)
+    try:
+        trace_id = _otf2.Reader_GetTraceId(reader)
+    finally:
+        _otf2.Reader_Close(reader)
+    digest = hashlib.sha256((outs[0] / "trace" / "traces.def").read_bytes()).digest()
+    assert trace_id in (int.from_bytes(digest[:8], "little"), int.from_bytes(digest[:8], "big"))
+    with otf2.reader.open(anchor) as r:
+        assert sum(1 for _ in r.events) > 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import os
 import shutil
 import sys
@@ -414,6 +415,7 @@ class Otf2Writer:
             self._closed = True
             with self._libotf2():
                 self._trace.close()
+                _fix_trace_id(self._tmp)
             os.chmod(self._tmp, 0o755)  # mkdtemp makes it private
             _replace_dir(self._tmp, self.path)
         except BaseException:
@@ -484,6 +486,26 @@ def _bisect_time(buf: list[tuple], t: int) -> int:
 
 def _empty_dir(p: Path) -> bool:
     return p.is_dir() and not any(p.iterdir())
+
+
+def _fix_trace_id(archive: Path) -> None:
+    """Replace the random trace id libotf2 puts in the anchor file (it offers no call to set
+    one when writing) by the first 8 bytes of a SHA-256 of the definitions: identical runs
+    then write byte-identical archives. Done only where the id libotf2 reads back occurs
+    exactly once in the anchor, in either byte order; else the file is left as it was."""
+    anchor = archive / f"{ARCHIVE_NAME}.otf2"
+    reader = _otf2.Reader_Open(str(anchor))
+    try:
+        random_id = _otf2.Reader_GetTraceId(reader)
+    finally:
+        _otf2.Reader_Close(reader)
+    data = anchor.read_bytes()
+    digest = hashlib.sha256((archive / f"{ARCHIVE_NAME}.def").read_bytes()).digest()
+    for order in ("little", "big"):
+        old = random_id.to_bytes(8, order)
+        if data.count(old) == 1:
+            anchor.write_bytes(data.replace(old, digest[:8]))
+            return
 
 
 def _replace_dir(tmp: Path, target: Path) -> None:
