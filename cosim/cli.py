@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="SWF field 8 (requested, default) or 5 (allocated) for job sizes")
     run.add_argument("--lenient", action="store_true",
                      help="skip malformed SWF lines (and report how many) instead of failing")
+    run.add_argument("--skip-zero-runtime", action="store_true",
+                     help="skip SWF jobs of run time 0 (default: run them, as AccaSim and "
+                     "textbook EASY do)")
     run.add_argument("--technique", default="STATIC", metavar="T",
                      help="DLS technique of the co-simulated apps (default STATIC)")
     run.add_argument("--param", action="append", metavar="K=V", default=[],
@@ -283,7 +286,8 @@ def _run_options(args: argparse.Namespace, workload: str):
         workload=workload, platform=args.platform, hosts=args.hosts, batch=args.batch,
         priority=args.priority, selection=args.selection,
         walltime_kill=args.walltime_kill == "on", procs_field=args.procs_field,
-        lenient=args.lenient, technique=args.technique,
+        lenient=args.lenient, skip_zero_runtime=args.skip_zero_runtime,
+        technique=args.technique,
         technique_params=parse_pairs(args.param, option="param"), rca=args.rca,
         exclusion_ok=args.exclusion_ok, max_slowdown=args.max_slowdown,
         exclusion_max_short=args.exclusion_max_short,

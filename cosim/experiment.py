@@ -46,6 +46,7 @@ class RunOptions:
     walltime_kill: bool = True
     procs_field: str = "requested"
     lenient: bool = False
+    skip_zero_runtime: bool = False
     technique: str = "STATIC"
     technique_params: Mapping[str, str] = field(default_factory=dict)
     rca: str = "off"
@@ -144,7 +145,8 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
         raise InputError(f"unknown exclusion hint {opt.exclusion_ok!r} (known: "
                          f"{', '.join(EXCLUSION_HINTS)})", field="exclusion-ok")
     workload = read_swf(opt.workload, cores_per_host=cores_per_host, max_hosts=n_hosts,
-                        procs_field=opt.procs_field, lenient=opt.lenient, warn=warn)
+                        procs_field=opt.procs_field, lenient=opt.lenient,
+                        skip_zero_runtime=opt.skip_zero_runtime, warn=warn)
     if not workload.jobs:
         raise InputError("no job to simulate", file=opt.workload)
     if opt.exclusion_ok != "trace":
@@ -219,6 +221,13 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
         "skipped": {"runtime": w.skipped_runtime, "cancelled": w.skipped_cancelled,
                     "no_procs": w.skipped_procs, "too_big": w.rejected_too_big,
                     "bad_lines": w.bad_lines},
+        "skipped_why": {
+            "runtime": "run time unknown (-1)" + (" or 0 (--skip-zero-runtime)"
+                                                  if opt.skip_zero_runtime else ""),
+            "cancelled": "status 5 (cancelled) and no run time: never started",
+            "no_procs": "no processor count in fields 8 and 5",
+            "too_big": f"more hosts than the {p.n_hosts} simulated (rejected)",
+            "bad_lines": "malformed lines skipped by --lenient"},
         "stats": {k: getattr(result.stats, k) for k in result.stats.__dataclass_fields__},
         "wall_s": wall,
     }

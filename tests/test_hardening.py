@@ -348,3 +348,25 @@ def test_identical_runs_write_byte_identical_otf2_archives(capsys, tmp_path):
     assert trace_id in (int.from_bytes(digest[:8], "little"), int.from_bytes(digest[:8], "big"))
     with otf2.reader.open(anchor) as r:
         assert sum(1 for _ in r.events) > 0
+
+
+def test_zero_runtime_jobs_run_by_default_and_the_summary_says_what_was_skipped(capsys,
+                                                                                tmp_path):
+    swf = tmp_path / "t.swf"
+    swf.write_text(LINE + "2 5 -1 0 4 -1 -1 4 60 -1 1 1 1 1 1 1 -1 -1\n"
+                   "3 6 -1 -1 4 -1 -1 4 60 -1 1 1 1 1 1 1 -1 -1\n")
+    code, out, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4", "--json",
+                         "--out", str(tmp_path / "a"))
+    assert code == 0, err
+    s = json.loads(out)
+    assert s["jobs"] == 2 and s["skipped"]["runtime"] == 1
+    assert s["skipped_why"]["runtime"] == "run time unknown (-1)"
+    rows = list(csv.DictReader((tmp_path / "a" / "jobs.csv").open()))
+    two = next(r for r in rows if r["job_id"] == "2")
+    assert (two["status"], two["start_s"], two["end_s"]) == ("completed", "100", "100")
+    code, out, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4", "--json",
+                         "--skip-zero-runtime", "--out", str(tmp_path / "b"))
+    assert code == 0, err
+    s = json.loads(out)
+    assert s["jobs"] == 1 and s["skipped"]["runtime"] == 2
+    assert "or 0 (--skip-zero-runtime)" in s["skipped_why"]["runtime"]

@@ -53,8 +53,8 @@ def job_line(job: int, submit: object = 0, run: object = 10, procs: object = 1, 
 LOGS = {
     # file: (job lines, kept, skipped_runtime, skipped_cancelled, skipped_procs, MaxNodes)
     "lublin_256.swf.gz": (10_000, 10_000, 0, 0, 0, 256),
-    "KTH-SP2-1996-2.1-cln.swf.gz": (28_476, 28_467, 8, 0, 1, 100),
-    "NASA-iPSC-1993-3.1-cln.swf.gz": (18_239, 18_066, 173, 0, 0, 128),
+    "KTH-SP2-1996-2.1-cln.swf.gz": (28_476, 28_475, 0, 0, 1, 100),  # 8 of run time 0 run
+    "NASA-iPSC-1993-3.1-cln.swf.gz": (18_239, 18_239, 0, 0, 0, 128),  # 173 of run time 0
     "HPC2N-sample-3171jobs_from-alea.swf.gz": (3_170, 3_145, 25, 0, 0, 240),
 }
 
@@ -84,7 +84,9 @@ def test_shipped_logs_counts(logs, name):
     assert max(j.pes for j in w.jobs) <= nodes
     assert [(j.submit, j.id) for j in w.jobs] == sorted((j.submit, j.id) for j in w.jobs)
     assert len({j.id for j in w.jobs}) == len(w.jobs)
-    assert all(j.app == "rigid" and j.runtime > 0 and j.hosts == j.pes for j in w.jobs)
+    assert all(j.app == "rigid" and j.runtime >= 0 and j.hosts == j.pes for j in w.jobs)
+    zero = {"KTH-SP2-1996-2.1-cln.swf.gz": 8, "NASA-iPSC-1993-3.1-cln.swf.gz": 173}
+    assert sum(j.runtime == 0 for j in w.jobs) == zero.get(name, 0)
 
 
 def test_shipped_log_details(logs):
@@ -183,10 +185,14 @@ def test_skips_and_cancelled(tmp_path):
                     line(4, 0, run=0, req_procs=1, status=5),
                     line(5, 0, run=30, req_procs=1, status=5),   # ran, then cancelled: kept
                     job_line(6, run=0.3))                        # short but positive: kept
-    w = read_swf(path)
+    w = read_swf(path)  # run time 0 runs (AccaSim, textbook EASY); unknown (-1) is skipped
+    assert (w.read, w.skipped_runtime, w.skipped_cancelled) == (6, 1, 2)
+    assert [j.id for j in w.jobs] == [2, 5, 6]
+    assert (w.jobs[0].runtime, w.jobs[0].walltime) == (0, 0)  # no request: its run time
+    assert w.jobs[2].runtime == 300_000_000
+    w = read_swf(path, skip_zero_runtime=True)  # the option: skipped, counted
     assert (w.read, w.skipped_runtime, w.skipped_cancelled) == (6, 2, 2)
     assert [j.id for j in w.jobs] == [5, 6]
-    assert w.jobs[1].runtime == 300_000_000
 
 
 def test_rejected_jobs_warn_and_count(tmp_path):

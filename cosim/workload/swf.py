@@ -15,11 +15,12 @@ only negative value allowed; job number and submit time must be ``>= 0``; status
 and 0..5; values above 9e9 are refused (times must fit int64 ticks); job numbers must be
 unique. A bad line raises `InputError` ``FILE:LINE: field N (name): problem``; with
 ``lenient=True`` it is skipped and counted (`SwfReader.bad_lines`). **Conversion to Job**
-(`read_swf`), in this order: (1) a job whose run time (field 4) is ``<= 0`` is skipped, counted
-as *cancelled* when its status (field 11) is 5 (cancelled before it started) and as *runtime*
-otherwise; run time 0 ("under 0.5 s" in SWF) is skipped too: in the archive logs it marks jobs
-that failed at launch, and a zero-area job tells a scheduler nothing; a cancelled job with a
-positive run time ran, and is kept. (2) Processors = field 8 (requested, the default: it is
+(`read_swf`), in this order: (1) a job whose run time (field 4) is unknown (``-1``) is skipped,
+counted as *cancelled* when its status (field 11) is 5 (cancelled before it started) and as
+*runtime* otherwise; a job of run time 0 ("under 0.5 s" in SWF) runs, as in AccaSim and
+textbook EASY (they are in the cleaned archive logs: 8 in KTH-SP2), unless
+``skip_zero_runtime`` (then counted as *runtime*; a cancelled one is always skipped); a
+cancelled job with a positive run time ran, and is kept. (2) Processors = field 8 (requested, the default: it is
 what the user asked the scheduler for, while field 5 also reflects the logged machine's
 allocation granularity) or field 5 with ``procs_field="allocated"``; a value ``<= 0`` falls
 back to the other field; a job with neither is skipped and counted (*procs*). (3) ``pes`` =
@@ -458,8 +459,9 @@ class SwfWorkload:
         Valid job lines: ``read == len(jobs) + rejected_too_big + skipped_runtime +
         skipped_cancelled + skipped_procs``.
     skipped_runtime, skipped_cancelled, skipped_procs:
-        Jobs skipped for run time ``<= 0``, for being cancelled before they started
-        (status 5, run time ``<= 0``), and for having no processor count.
+        Jobs skipped for an unknown run time (or 0 with ``skip_zero_runtime``), for being
+        cancelled before they started (status 5, run time ``<= 0``), and for having no
+        processor count.
     rejected_too_big:
         ``len(rejected)``.
     bad_lines:
@@ -500,6 +502,7 @@ def read_swf(
     max_hosts: int | None = None,
     procs_field: Literal["requested", "allocated"] = "requested",
     lenient: bool = False,
+    skip_zero_runtime: bool = False,
     warn: Callable[[str], None] | None = None,
 ) -> SwfWorkload:
     """Read an SWF trace (plain or gzip) into jobs, by the rules of the module docstring.
@@ -517,6 +520,9 @@ def read_swf(
         falls back to the other field.
     lenient:
         Skip malformed lines (counted in `SwfWorkload.bad_lines`) instead of raising.
+    skip_zero_runtime:
+        Skip jobs of run time 0 (counted in `SwfWorkload.skipped_runtime`) instead of
+        running them.
     warn:
         Receives one-line warnings: rejected jobs and, in lenient mode, bad lines (the first
         10 of each, then a total).
@@ -547,7 +553,7 @@ def read_swf(
     for rec in reader:
         f, text = rec.fields, rec.text
         read += 1
-        if f[_RUN] <= 0:
+        if f[_RUN] < 0 or (f[_RUN] == 0 and (skip_zero_runtime or f[_STATUS] == 5)):
             if f[_STATUS] == 5:
                 skip_cancel += 1
             else:
