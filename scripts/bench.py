@@ -131,7 +131,7 @@ def batch_rate(jobs, n_hosts, backfill, repeat):
     return wall, res
 
 
-@bench("bls: KTH-SP2 log (28,467 jobs, 100 hosts), rigid jobs (target: EASY < 3 s)")
+@bench("bls: KTH-SP2 log (28,475 jobs, 100 hosts), rigid jobs (target: EASY < 3 s)")
 def _kth(repeat):
     from cosim.paths import TRACES_DIR
     from cosim.workload.swf import read_swf
