@@ -486,6 +486,10 @@ def _print_run(s: dict) -> None:
             print(f"  {'malleable starts':<22} {n:,} guests; waited for their mates' PEs "
                   f"{st['release_wait_s'] / n:,.1f} s on average, {st['release_wait_max_s']:,.1f}"
                   " s at most")
+    scattered = s.get("stats", {}).get("scattered_starts", 0)
+    if scattered:
+        print(f"  {'contiguous selection':<22} {scattered:,} jobs got scattered hosts: no free "
+              "block was long enough (first-fit instead)")
     _print_outputs([s])
 
 

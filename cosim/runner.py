@@ -50,7 +50,9 @@ class RunStats:
     shrinks, expands, pes_released: resize commands and PEs released after shrinks;
     guest_starts: jobs started as malleable guests (SD-Policy); release_wait_s,
     release_wait_max_s: the malleability latency — seconds guests waited, in all and at most,
-    for the PEs their mates were releasing (0 for trace apps; a DLS mate first ends its chunks).
+    for the PEs their mates were releasing (0 for trace apps; a DLS mate first ends its chunks);
+    scattered_starts: starts ``--selection contiguous`` could not give one block of hosts (it
+    then falls back to first-fit, as Slurm does without ``--contiguous``).
     """
 
     rounds: int
@@ -76,6 +78,7 @@ class RunStats:
     guest_starts: int = 0
     release_wait_s: float = 0.0
     release_wait_max_s: float = 0.0
+    scattered_starts: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,7 +197,8 @@ def simulate(
                      expands=sched.expands, pes_released=sched.pes_released,
                      guest_starts=sched.guest_starts,
                      release_wait_s=sched.release_wait / 1e9,
-                     release_wait_max_s=sched.release_wait_max / 1e9)
+                     release_wait_max_s=sched.release_wait_max / 1e9,
+                     scattered_starts=sched.scattered_starts)
     return SimResult(outcomes=outcomes, stats=stats, loops=dict(totals.loops),
                      first_reservation=dict(sorted(sched.first_reservation.items())),
                      allocations=sched.state.log.table())

@@ -370,3 +370,40 @@ def test_zero_runtime_jobs_run_by_default_and_the_summary_says_what_was_skipped(
     s = json.loads(out)
     assert s["jobs"] == 1 and s["skipped"]["runtime"] == 2
     assert "or 0 (--skip-zero-runtime)" in s["skipped_why"]["runtime"]
+
+
+def test_the_contiguous_selection_says_when_it_fell_back_to_first_fit(capsys, tmp_path):
+    """4 hosts: job 1 on 0, job 2 on 1-2, job 1 ends, then a 2-host job finds hosts 0 and 3
+    free but no block of 2: scattered, counted and said."""
+    swf = tmp_path / "t.swf"
+    swf.write_text("1 0 -1 10 1 -1 -1 1 10 -1 1 1 1 1 1 1 -1 -1\n"
+                   "2 0 -1 100 2 -1 -1 2 100 -1 1 1 1 1 1 1 -1 -1\n"
+                   "3 20 -1 10 2 -1 -1 2 10 -1 1 1 1 1 1 1 -1 -1\n")
+    code, out, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4",
+                         "--selection", "contiguous", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert "1 jobs got scattered hosts" in out
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["stats"]["scattered_starts"] == 1
+    rows = {r["job_id"]: r for r in csv.DictReader((tmp_path / "o" / "jobs.csv").open())}
+    assert rows["3"]["host_list"] == "0 3"
+    code, out, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4",
+                         "--out", str(tmp_path / "ff"))
+    assert code == 0 and "scattered" not in out
+
+
+def test_the_quantum_applies_to_trace_jobs_and_their_kills(capsys, tmp_path):
+    """As documented: decisions (starts, walltime kills) only at multiples of the quantum;
+    a job may run past its walltime by less than one quantum."""
+    swf = tmp_path / "t.swf"
+    swf.write_text("1 0 -1 100 4 -1 -1 4 100 -1 1 1 1 1 1 1 -1 -1\n"
+                   "2 5 -1 30 4 -1 -1 4 20 -1 1 1 1 1 1 1 -1 -1\n")
+    rows = {}
+    for q in ("0", "60"):
+        code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4",
+                           "--quantum", q, "--out", str(tmp_path / q))
+        assert code == 0, err
+        rows[q] = {r["job_id"]: (r["start_s"], r["end_s"], r["status"])
+                   for r in csv.DictReader((tmp_path / q / "jobs.csv").open())}
+    assert rows["0"]["2"] == ("100", "120", "killed")  # at its walltime, event-exact
+    assert rows["60"]["2"] == ("120", "150", "completed")  # the kill was due at 180 > 150

@@ -176,6 +176,9 @@ class BatchScheduler:
         self._key = user_key if user_key is not None else policies.priority(config.priority).key
         self._plan = policies.backfill(config.backfill).plan
         self._select = policies.selection(config.selection).select
+        self._contiguous = config.selection == "contiguous"
+        # starts the contiguous selection could not give one block (it fell back to first-fit)
+        self.scattered_starts = 0
         # dynamic policies in the order they run: the malleable one, then RCA exclusion
         self._dynamics: list[tuple[Any, Any]] = []
         if config.malleable != "none":
@@ -516,6 +519,8 @@ class BatchScheduler:
                                 f"{state.free_hosts} free")
         self._dequeue(job)
         hosts = self._select(state.free_mask(), job.hosts)
+        if self._contiguous and int(hosts[-1]) - int(hosts[0]) + 1 != len(hosts):
+            self.scattered_starts += 1
         alloc = state.allocate(job, hosts, now)
         return self._started(job, alloc, now, job.walltime)
 
