@@ -601,7 +601,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cosim: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_OUTPUT
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`_Terminated`)
-        print("cosim: interrupted", file=sys.stderr)
-        return 128 + getattr(exc, "signum", signal.SIGINT)
+        code = 128 + getattr(exc, "signum", signal.SIGINT)
+        if _rank() == 0:  # under mpiexec every rank gets the signal; one says so
+            print("cosim: interrupted", file=sys.stderr)
+        return code
     finally:
         _on_termination(previous)

@@ -46,6 +46,7 @@ class RoundMessage:
     grant: int = 0
     commands: tuple[Command, ...] = ()
     version: int = PROTOCOL_VERSION
+    interrupted: int = 0  # a stop because rank 0 got this signal: the rank ends as it does
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +113,7 @@ class AlsGroup(Protocol):
         """Collect the results once every job has ended."""
         ...
 
-    def close(self) -> None:
-        """Stop every endpoint (also after an error); idempotent."""
+    def close(self, interrupted: int = 0) -> None:
+        """Stop every endpoint (also after an error; `interrupted`: the number of the signal
+        that interrupted the run, which the endpoints then share); idempotent."""
         ...

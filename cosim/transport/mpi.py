@@ -38,6 +38,9 @@ __all__ = ["world", "MpiAls", "serve"]
 
 TAG_DOWN = 2  # rank 0 -> ALS rank
 TAG_UP = 3  # ALS rank -> rank 0
+#: How long rank 0 waits for the ALS ranks' answers to a stop that ends a failed or interrupted
+#: run (ranks that were interrupted too never answer; those that were not must get the stop)
+SHUTDOWN_S = 5.0
 
 
 def world() -> MPI.Comm:
@@ -53,6 +56,8 @@ def _raise(rank: int, error: str) -> None:
     kind, _, message = error.partition(": ")
     if kind == "InputError":
         raise InputError(message)
+    if kind == "KeyboardInterrupt":  # the rank was interrupted: so is the run
+        raise KeyboardInterrupt
     raise CosimError(f"ALS rank {rank} failed: {error}")
 
 
@@ -119,11 +124,12 @@ class MpiAls:
         parts = [ep.totals() for ep in self.local.values()] + list(totals[1:])
         return merge_totals(parts, wall)
 
-    def _receive_all(self) -> list:
-        """One message from every ALS rank (index = rank; index 0 unused)."""
+    def _receive_all(self, deadline: float | None = None) -> list:
+        """One message from every ALS rank (index = rank; index 0 unused); with a
+        `deadline` (`time.monotonic`), those that came by then."""
         out: list = [None] * self.comm.size
         waiting = list(range(1, self.comm.size))
-        while waiting:
+        while waiting and (deadline is None or time.monotonic() < deadline):
             for r in list(waiting):
                 if self.comm.Iprobe(source=r, tag=TAG_UP):
                     out[r] = self.comm.recv(source=r, tag=TAG_UP)
@@ -138,14 +144,70 @@ class MpiAls:
             self.comm.send(RoundMessage(kind=Kind.STOP), dest=r, tag=TAG_DOWN)
         return self._receive_all()
 
-    def close(self) -> None:
+    def close(self, interrupted: int = 0) -> None:
+        """End a run that failed or was interrupted (`finish` ends the others): every ALS
+        rank still serving is told to stop (and that the run was interrupted, so that it
+        ends as rank 0 does: the launcher then sees one exit status), and the answers are
+        awaited `SHUTDOWN_S` at most — an interrupted rank has left already, and no wait may
+        hang a Ctrl-C."""
         if not self._closed:
-            self._stop()
+            self._closed = True
+            for r in range(1, self.comm.size):
+                self.comm.send(RoundMessage(kind=Kind.STOP, interrupted=interrupted), dest=r,
+                               tag=TAG_DOWN)
+            self._receive_last(deadline=time.monotonic() + SHUTDOWN_S)
+
+    def _receive_last(self, deadline: float) -> None:
+        """Receive, until `deadline`, every ALS rank's messages up to its last one (its
+        totals, or the notice that it was interrupted): a message left unreceived would be an
+        error at MPI_Finalize."""
+        waiting = set(range(1, self.comm.size))
+        status = MPI.Status()
+        while waiting and time.monotonic() < deadline:
+            if not self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_UP, status=status):
+                os.sched_yield()
+                continue
+            r = status.Get_source()
+            msg = self.comm.recv(source=r, tag=TAG_UP)
+            if isinstance(msg, AlsTotals) or (isinstance(msg, Reply) and msg.error
+                                              and msg.error.startswith("KeyboardInterrupt")):
+                waiting.discard(r)
 
 
 def serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint]) -> None:
     """The loop of an ALS rank for one co-simulation: answer rounds until the stop, running
-    the apps ahead while rank 0 has nothing for this rank."""
+    the apps ahead while rank 0 has nothing for this rank. Interrupted (Ctrl-C, SIGTERM), it
+    tells rank 0 so before it leaves: rank 0 then neither waits for it nor hangs."""
+    try:
+        _serve(comm, make_apps)
+    except StoppedByInterrupt:
+        return  # rank 0 was interrupted, this rank was not: it ends normally
+    except KeyboardInterrupt:
+        comm.send(Reply(error="KeyboardInterrupt: interrupted"), dest=0, tag=TAG_UP)
+        # rank 0 answers with a stop: taken, so that no message is left for MPI_Finalize
+        _drain(comm, until_stop=True, deadline=time.monotonic() + SHUTDOWN_S)
+        raise
+
+
+def _drain(comm: MPI.Comm, *, until_stop: bool, deadline: float) -> None:
+    """Receive what is pending for this rank (and, `until_stop`, wait for rank 0's stop)."""
+    status = MPI.Status()
+    while time.monotonic() < deadline:
+        if comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
+            msg = comm.recv(source=status.Get_source(), tag=status.Get_tag())
+            if until_stop and isinstance(msg, RoundMessage) and msg.kind == Kind.STOP:
+                until_stop = False
+        elif not until_stop:
+            return
+        else:
+            os.sched_yield()
+
+
+class StoppedByInterrupt(Exception):
+    """`serve` got the stop of a run that rank 0 ended on an interrupt."""
+
+
+def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint]) -> None:
     hello = comm.bcast(None, root=0)
     comm.gather(Reply(version=PROTOCOL_VERSION), root=0)
     if hello.version != PROTOCOL_VERSION:
@@ -177,6 +239,8 @@ def serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint]) -> None:
                 except Exception:  # noqa: BLE001 - the run already failed; rank 0 reports it
                     pass
             comm.send(totals, dest=0, tag=TAG_UP)
+            if msg.interrupted:
+                raise StoppedByInterrupt(msg.interrupted)
             return
         if error is not None:
             comm.send(Reply(error=error), dest=0, tag=TAG_UP)
