@@ -348,8 +348,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if comm is not None and comm.size == 1:
         comm = None
     if comm is not None and comm.rank != 0:
-        for run in runs:
-            serve_als(run, comm)
+        from cosim.transport.mpi import StoppedByInterrupt
+
+        try:
+            for run in runs:
+                serve_als(run, comm)
+        except StoppedByInterrupt:  # rank 0 was interrupted (this rank was not): no next run
+            return 0
         return 0
     records, tables = [], []
     # the output directories are checked before anything is simulated, and an earlier run's

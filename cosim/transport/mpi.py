@@ -34,7 +34,7 @@ from cosim.transport.base import (
     merge_totals, route,
 )
 
-__all__ = ["world", "MpiAls", "serve"]
+__all__ = ["world", "MpiAls", "serve", "StoppedByInterrupt"]
 
 TAG_DOWN = 2  # rank 0 -> ALS rank
 TAG_UP = 3  # ALS rank -> rank 0
@@ -180,8 +180,6 @@ def serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint]) -> None:
     tells rank 0 so before it leaves: rank 0 then neither waits for it nor hangs."""
     try:
         _serve(comm, make_apps)
-    except StoppedByInterrupt:
-        return  # rank 0 was interrupted, this rank was not: it ends normally
     except KeyboardInterrupt:
         comm.send(Reply(error="KeyboardInterrupt: interrupted"), dest=0, tag=TAG_UP)
         # rank 0 answers with a stop: taken, so that no message is left for MPI_Finalize
@@ -204,7 +202,8 @@ def _drain(comm: MPI.Comm, *, until_stop: bool, deadline: float) -> None:
 
 
 class StoppedByInterrupt(Exception):
-    """`serve` got the stop of a run that rank 0 ended on an interrupt."""
+    """`serve` got the stop of a run that rank 0 ended on an interrupt: the ALS rank leaves
+    (status 0) instead of waiting for a next run that will never come."""
 
 
 def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint]) -> None:
