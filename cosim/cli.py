@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cosim.bls import policies
+from cosim.core.files import hold_dir
 from cosim.errors import EXIT_INPUT, EXIT_OUTPUT, CosimError, InputError, OutputError
 
 __all__ = ["main", "build_parser"]
@@ -336,30 +337,53 @@ def _world() -> tuple[object | None, int]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from cosim.experiment import execute, plan, prepare, serve_als, write_outputs
-    from cosim.output.runfiles import write_summary
+    from cosim.experiment import plan, prepare, serve_als
 
     warnings: list[str] = []
     runs = [prepare(o, warn=warnings.append) for o in plan(_run_options(args, args.workload))]
+    # the output directories are checked before anything is simulated (on every rank: the
+    # same answer everywhere)
+    outs = [_run_dir(run.opt, args.workload is not None) for run in runs]
     comm, rank = _world()
     if rank == 0:
         for w in warnings:
             _warn(w)
     if comm is not None and comm.size == 1:
         comm = None
-    if comm is not None and comm.rank != 0:
-        from cosim.transport.mpi import StoppedByInterrupt
+    with contextlib.ExitStack() as held:
+        # rank 0 holds them for the whole run (another live run asking gets a clear error),
+        # and tells the other ranks whether it could before they wait for its rounds
+        problem = None
+        if rank == 0:
+            try:
+                for d in dict.fromkeys(out if args.workload else out.parent for out in outs):
+                    held.enter_context(hold_dir(d))
+            except InputError as exc:
+                problem = exc
+        if comm is not None and comm.bcast(problem is not None, root=0):
+            raise problem if rank == 0 else InputError("rank 0 could not start the run")
+        if problem is not None:
+            raise problem
+        if comm is not None and comm.rank != 0:
+            from cosim.transport.mpi import StoppedByInterrupt
 
-        try:
-            for run in runs:
-                serve_als(run, comm)
-        except StoppedByInterrupt:  # rank 0 was interrupted (this rank was not): no next run
+            try:
+                for run in runs:
+                    serve_als(run, comm)
+            except StoppedByInterrupt:  # rank 0 was interrupted (this rank was not): no next run
+                return 0
             return 0
-        return 0
+        return _run_and_write(args, runs, outs, comm)
+
+
+def _run_and_write(args: argparse.Namespace, runs: list, outs: list[Path], comm: Any) -> int:
+    """Rank 0's part of ``cosim run``: simulate each run, write its files, print."""
+    from cosim.experiment import execute, write_outputs
+    from cosim.output.runfiles import write_summary
+
     records, tables = [], []
-    # the output directories are checked before anything is simulated, and an earlier run's
-    # completion marker goes first: until this run writes its own, they are visibly incomplete
-    outs = [_run_dir(run.opt, args.workload is not None) for run in runs]
+    # an earlier run's completion marker goes first: until this run writes its own, the
+    # directories are visibly incomplete
     for out in outs:
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             (out / "summary.json").unlink()

@@ -407,3 +407,21 @@ def test_the_quantum_applies_to_trace_jobs_and_their_kills(capsys, tmp_path):
                    for r in csv.DictReader((tmp_path / q / "jobs.csv").open())}
     assert rows["0"]["2"] == ("100", "120", "killed")  # at its walltime, event-exact
     assert rows["60"]["2"] == ("120", "150", "completed")  # the kill was due at 180 > 150
+
+
+def test_an_output_directory_held_by_a_live_run_is_refused(capsys, tmp_path):
+    """Two runs into one directory at once would mix their files: the second is refused
+    before it simulates, naming the holder; once the first is done, the directory is free."""
+    from cosim.core.files import LOCK_NAME, hold_dir
+
+    swf = tmp_path / "t.swf"
+    swf.write_text(LINE)
+    out = tmp_path / "o"
+    with hold_dir(out):  # a live run (its lock: released with the process, however it ends)
+        code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4",
+                           "--out", str(out))
+        one_line_error(code, err, "field out: in use by another live run", f"pid {os.getpid()}")
+        assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]
+    code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4", "--out", str(out))
+    assert code == 0, err
+    assert (out / "summary.json").exists()

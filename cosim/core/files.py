@@ -20,7 +20,9 @@ from typing import IO, Any
 
 from cosim.errors import InputError, LocatedError, OutputError
 
-__all__ = ["atomic_open", "write_error"]
+__all__ = ["atomic_open", "write_error", "hold_dir", "LOCK_NAME"]
+
+LOCK_NAME = ".cosim.lock"  # in an output directory: the live run that writes there
 
 #: errors of the path itself (a file where a directory must be, a name too long): bad input
 #: (EEXIST: `mkdir` of a directory where a file is)
@@ -58,3 +60,38 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def hold_dir(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold output directory `path` (created if needed) for this process: another live run
+    asking for it gets an `InputError` naming the holder, so two runs never mix their files
+    in one directory. An advisory lock (``flock``) on `LOCK_NAME` inside it, released when
+    the block ends or the process dies, whatever the way; a directory it made is removed
+    again if nothing else was written into it."""
+    import fcntl
+
+    target = Path(path)
+    created = not target.exists()
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise write_error(exc, target) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise InputError(f"in use by another live run (pid {holder}); wait for it or "
+                             "choose another --out", file=target, field="out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        if created and [p.name for p in target.iterdir()] == [LOCK_NAME]:
+            # a run that wrote nothing leaves no directory it made (no partial output)
+            with contextlib.suppress(OSError):
+                os.unlink(target / LOCK_NAME)
+                target.rmdir()
+        os.close(fd)
