@@ -178,12 +178,38 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
             and not any(j.kind in ("moldable", "malleable") for j in workload.jobs):
         warn(f"--malleable {batch.malleable}: no job of the workload is moldable or malleable "
              "(mark them in the trace, or use --malleable-fraction)")
+    _check_app_overrides(workload.jobs, opt.app_overrides)
     als = AlsConfig(technique=technique, params=dict(opt.technique_params), comm=Comm(),
                     app_overrides=dict(opt.app_overrides), seed=opt.seed,
                     max_slowdown=opt.max_slowdown,
                     record=opt.trace == "full" or opt.chunks)
     return Prepared(opt=opt, platform=platform, n_hosts=n_hosts,
                     cores_per_host=cores_per_host, workload=workload, batch=batch, als=als)
+
+
+def _check_app_overrides(jobs: Sequence[Any], overrides: Mapping[str, str]) -> None:
+    """``--app-overrides`` on each app of the workload as its jobs will run it (the trace's
+    own parameters were checked when it was read): a bad one is an `InputError` now, not when
+    the first such job starts."""
+    if not overrides:
+        return
+    from cosim.workload.apps import resolve_app
+
+    seen = set()
+    for j in jobs:
+        if j.app == "rigid":
+            continue
+        params = {k: v for k, v in {**overrides, **j.app_params}.items() if k != "total_flop"}
+        key = (j.app, tuple(sorted(params.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            resolve_app(j.app, overrides=params)
+        except InputError as exc:
+            key = (exc.field or "").removeprefix("app-param")
+            raise InputError(f"{exc.problem} (for the {j.app} jobs of the workload)",
+                             field="app-overrides" + key) from None
 
 
 def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = None, *,

@@ -425,3 +425,17 @@ def test_an_output_directory_held_by_a_live_run_is_refused(capsys, tmp_path):
     code, _, err = run(capsys, "run", "--workload", str(swf), "--hosts", "4", "--out", str(out))
     assert code == 0, err
     assert (out / "summary.json").exists()
+
+
+@pytest.mark.parametrize("override, needle", [
+    ("max_iter=-5", "field app-overrides: max_iter must be >= 1"),
+    ("widht=3", "field app-overrides.widht: unknown key"),
+])
+def test_app_overrides_are_checked_against_the_workload_before_simulating(capsys, tmp_path,
+                                                                          override, needle):
+    from cosim.paths import TRACES_DIR
+
+    code, _, err = run(capsys, "run", "--workload", str(TRACES_DIR / "esp-mandelbrot.swf"),
+                       "--app-overrides", override, "--out", str(tmp_path / "o"))
+    one_line_error(code, err, needle, "(for the mandelbrot jobs of the workload)")
+    assert not (tmp_path / "o").exists()

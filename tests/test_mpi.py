@@ -98,13 +98,26 @@ def test_failure_on_an_als_rank_ends_the_run_quickly(tmp_path):
     esp = tmp_path / "esp16.swf"
     assert main(["workload", "esp", "--app", "mandelbrot", "--hosts", "16", "-o",
                  str(esp)]) == 0
-    # an app parameter only the application level checks, when the first app starts
-    proc = _mpi_run(tmp_path, 3, "--workload", str(esp), "--hosts", "16",
-                    "--app-overrides", "max_iter=-5", "--out", str(tmp_path / "bad"),
-                    timeout=60)
-    assert proc.returncode == 2
+    # a problem only the application level finds, when the first app starts (bad inputs
+    # are all refused before MPI starts now: the failure is injected on the ALS ranks)
+    inject = ("import sys\n"
+              "from mpi4py import MPI\n"
+              "from cosim.als import manager\n"
+              "from cosim.errors import InputError\n"
+              "def fail(self, app, params):\n"
+              "    raise InputError('max_iter must be >= 1 (found on an ALS rank)')\n"
+              "if MPI.COMM_WORLD.rank:\n"
+              "    manager.AppSimulator._costs = fail\n"
+              "from cosim.cli import main\n"
+              "sys.exit(main(sys.argv[1:]))\n")
+    env = dict(os.environ, COSIM_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([str(MPIEXEC), "-n", "3", sys.executable, "-c", inject, "run",
+                           "--workload", str(esp), "--hosts", "16", "--out",
+                           str(tmp_path / "bad")], capture_output=True, text=True, timeout=60,
+                          env=env, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert lines == [lines[0]] and "max_iter must be >= 1" in lines[0]  # printed once
+    assert lines == [lines[0]] and "found on an ALS rank" in lines[0]  # printed once
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "bad").exists()
 
