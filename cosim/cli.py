@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -163,6 +164,20 @@ def build_parser() -> argparse.ArgumentParser:
                      help="store every app's chunk table in results.h5 (compressed)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
     run.set_defaults(handler=_cmd_run)
+
+    sweep = sub.add_parser(
+        "sweep", help="run a parameter sweep from a TOML spec (resumable)",
+        description="Run the Cartesian product of `cosim run` options a TOML spec describes "
+        "([base], [grid], [[zip]], seeds/repeat; see cosim/sweep.py). Each run writes its "
+        "files under DIR/runs/<id>/ (its id derived from its configuration); DIR/sweep.csv "
+        "has a row per finished run. Running it again skips the finished runs.")
+    sweep.add_argument("spec", metavar="SPEC.toml")
+    sweep.add_argument("--out", metavar="DIR",
+                       help="the sweep's directory (default: runs/sweep-<spec name>)")
+    sweep.add_argument("--dry-run", action="store_true",
+                       help="check the spec and list the runs (finished or not); run nothing")
+    sweep.add_argument("--quiet", action="store_true", help="no progress line")
+    sweep.set_defaults(handler=_cmd_sweep)
 
     report = sub.add_parser(
         "report", help="print the summary table of every run in a results.h5",
@@ -414,6 +429,57 @@ def _run_and_write(args: argparse.Namespace, runs: list, outs: list[Path], comm:
         _print_run(summaries[0])
     else:
         _print_comparison(summaries)
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from cosim.experiment import execute, prepare, write_outputs
+    from cosim.output.runfiles import write_summary
+    from cosim.sweep import SWEEP_TABLE, finished, load_spec, run_sweep
+
+    runs = load_spec(args.spec)
+    warnings: list[str] = []
+    prepared = {}
+    for r in runs:  # every input of every run now, before anything runs
+        try:
+            prepared[r.id] = prepare(r.opt, warn=warnings.append)
+        except InputError as exc:
+            vary = " ".join(f"{k}={v}" for k, v in r.varying) or "the base run"
+            raise InputError(f"run {r.id} ({vary}): {exc}", file=args.spec) from None
+    for w in dict.fromkeys(warnings):
+        _warn(w)
+    out = Path(args.out) if args.out else Path("runs") / f"sweep-{Path(args.spec).stem}"
+    if args.dry_run:
+        for r in runs:
+            state = "finished" if finished(out / "runs" / r.id, r.id) else "to run"
+            vary = " ".join(f"{k}={v}" for k, v in r.varying) or "(the base run)"
+            print(f"{r.id}  {state:<8}  {vary}")
+        print(f"{len(runs)} runs; their files would go under {out}/runs/")
+        return 0
+
+    def execute_run(opt: Any, run_dir: Path) -> dict:
+        p = dataclasses.replace(prepared[run_id_of[opt.out]], opt=opt)
+        record = execute(p)
+        write_outputs(record, run_dir, run_id=run_dir.name, argv=["cosim", *sys.argv[1:]],
+                      summary=False)
+        write_summary(run_dir / "summary.json", record.summary)
+        return record.summary
+
+    run_id_of = {str(out / "runs" / r.id): r.id for r in runs}
+
+    def progress(done: int, total: int, skipped: int, elapsed: float) -> None:
+        if args.quiet:
+            return
+        ran = done - skipped
+        left = (total - done) * elapsed / ran if ran else 0.0
+        print(f"\rsweep: {done}/{total} runs ({skipped} already finished), {elapsed:,.1f} s, "
+              f"~{left:,.0f} s left ", end="" if done < total else "\n", file=sys.stderr,
+              flush=True)
+
+    with hold_dir(out):
+        run_sweep(runs, out, execute_run=execute_run, progress=progress)
+    print(f"sweep: {len(runs)} runs finished; table {out / SWEEP_TABLE}, runs under "
+          f"{out / 'runs'}/")
     return 0
 
 

@@ -10,6 +10,7 @@ measured/target (>= 1 meets it). Timings are the best of ``--repeat`` runs on on
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from collections.abc import Callable
@@ -534,6 +535,36 @@ def _esp(repeat):
         wall, w = best(repeat, lambda: make_esp(app="mandelbrot", out=Path(tmp) / "e.swf",
                                                 seed=0))
     return [("generate + write", wall * 1e3, "ms", None)]
+
+
+@bench("sweep: `cosim sweep`, 12 runs of Lublin-256 (batch x priority x 2 seeds), serial; "
+       "overhead over the runs alone and a resume that finds them all finished")
+def _sweep(repeat):
+    import contextlib
+    import io
+
+    from cosim.cli import main
+    from cosim.paths import TRACES_DIR
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "spec.toml"
+        spec.write_text(f'seeds = [0, 1]\n[base]\nworkload = "{TRACES_DIR / "lublin_256.swf.gz"}"'
+                        '\n[grid]\nbatch = ["fcfs", "easy", "conservative"]\n'
+                        'priority = ["fcfs", "sjf"]\n')
+        quiet = contextlib.redirect_stdout(io.StringIO())
+        t0 = time.perf_counter()
+        with quiet:
+            assert main(["sweep", str(spec), "--out", str(Path(tmp) / "sw"), "--quiet"]) == 0
+        wall = time.perf_counter() - t0
+        runs = sum(json.loads(p.read_text())["wall_s"] for p in
+                   (Path(tmp) / "sw" / "runs").glob("*/summary.json"))
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["sweep", str(spec), "--out", str(Path(tmp) / "sw"), "--quiet"]) == 0
+        resume = time.perf_counter() - t0
+    return [("12 runs, serial: runs/s", 12 / wall, "runs/s", None),
+            ("whole sweep / simulations alone", wall / runs, "x", None),
+            ("resume with every run finished (checks all inputs again)", resume, "s", None)]
 
 
 @bench("platform: load ib256 and compute 256x256 message times")

@@ -20,7 +20,7 @@ from cosim.cli import main
 from cosim.core.clock import MAX_SECONDS
 from cosim.core.units import parse_bandwidth, parse_speed, parse_time
 from cosim.errors import InputError
-from cosim.output.runfiles import _csv
+from cosim.output.runfiles import csv_field as _csv
 from cosim.workload.jobs import Job
 
 LINE = "1 0 -1 100 4 -1 -1 4 100 -1 1 1 1 1 1 1 -1 -1\n"

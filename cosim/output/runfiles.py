@@ -30,7 +30,7 @@ from cosim.core.indexset import IndexSet
 from cosim.workload.jobs import JobOutcome
 from cosim.workload.swf_write import format_ticks
 
-__all__ = ["atomic_write", "write_jobs_csv", "write_summary", "host_ranges"]
+__all__ = ["atomic_write", "write_jobs_csv", "write_summary", "host_ranges", "csv_field"]
 
 JOBS_HEADER = ("job_id,submit_s,start_s,end_s,hosts,pes,status,wait_s,walltime_s,runtime_s,"
                "category,app,host_list,yielded,lent,borrowed,kind,shrinks,expands,pe_seconds")
@@ -55,7 +55,7 @@ def _at(pairs: Sequence[tuple[int, int]], ticks: bool) -> str:
     return " ".join(f"{h}@{x}" for h, x in pairs)
 
 
-def _csv(text: str) -> str:
+def csv_field(text: str) -> str:
     """A text field of a CSV row, quoted (RFC 4180) when it holds a comma, quote or newline."""
     if "," in text or '"' in text or "\n" in text or "\r" in text:
         return '"' + text.replace('"', '""') + '"'
@@ -76,7 +76,7 @@ def _rows(outcomes: Sequence[JobOutcome]) -> Iterable[str]:
                if o.yielded or o.lent or o.borrowed else ",,")
         yield (f"{j.id},{sec(j.submit)},{start},{end},{len(o.hosts) or j.hosts},"
                f"{j.pes},{o.status},{wait},{sec(j.walltime)},{sec(j.runtime)},"
-               f"{_csv(j.category)},{_csv(j.app)},{host_ranges(o.hosts)},{rca},"
+               f"{csv_field(j.category)},{csv_field(j.app)},{host_ranges(o.hosts)},{rca},"
                f"{j.kind},{o.shrinks},{o.expands},{sec(o.pe_ticks)}\n")
 
 

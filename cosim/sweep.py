@@ -1,0 +1,234 @@
+"""Parameter sweeps: ``cosim sweep SPEC.toml`` runs the Cartesian product of `cosim run` options.
+
+A spec has a ``[base]`` table of options (the fields of `cosim.experiment.RunOptions`, with
+their Python names: ``quantum_s``, ``technique_params = {min_chunk = "2"}``), a ``[grid]``
+table whose values are lists (their Cartesian product, in the order written), optional
+``[[zip]]`` tables whose lists vary together (equal lengths), and ``seeds = [..]`` or
+``repeat = N`` (seeds 0..N-1). Every name and value is checked before anything runs, and each
+run is prepared (its workload read, its platform loaded) too: a bad spec is one line naming
+the file, the line and the key, exit 2.
+
+Each run has an id derived from its configuration (`run_id`: 12 hex digits of a SHA-256 of
+every option that changes results), so a run keeps its id when the spec is reordered or
+extended. It writes its usual files under ``DIR/runs/<id>/``; its ``summary.json``, written
+last, marks it finished, and its ``config.json`` says what it ran. ``DIR/sweep.csv`` has one
+row per finished run — the varying options, then every metric — rewritten atomically after
+each run. Running the same command again resumes: finished runs whose configuration matches
+are skipped; missing or incomplete ones are run (a sweep killed at any moment loses no
+finished run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import re
+import time
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cosim.config import coerce, read_toml
+from cosim.core.files import atomic_open
+from cosim.errors import InputError
+from cosim.experiment import RunOptions
+from cosim.output.runfiles import csv_field
+
+__all__ = ["SweepRun", "load_spec", "run_id", "run_sweep", "SWEEP_TABLE"]
+
+SWEEP_TABLE = "sweep.csv"
+_SECTIONS = ("base", "grid", "zip", "seeds", "repeat")
+_NOT_OPTIONS = frozenset(("out",))  # the sweep decides where each run writes
+_OUTPUT_ONLY = frozenset(("out", "trace", "plots", "chunks"))  # not in a run's id
+_MAPPINGS = frozenset(("technique_params", "app_overrides", "malleable_params"))
+
+
+@dataclass(frozen=True, slots=True)
+class SweepRun:
+    """One run of a sweep: its id, options, and the options that vary across the sweep."""
+
+    id: str
+    opt: RunOptions
+    varying: tuple[tuple[str, Any], ...]
+
+
+def run_id(opt: RunOptions) -> str:
+    """12 hex digits of a SHA-256 of every option of `opt` that changes results."""
+    config = {f.name: _plain(getattr(opt, f.name)) for f in dataclasses.fields(RunOptions)
+              if f.name not in _OUTPUT_ONLY}
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _plain(value: Any) -> Any:
+    return dict(sorted(value.items())) if isinstance(value, Mapping) else value
+
+
+def load_spec(path: str | Path) -> list[SweepRun]:
+    """The runs of the spec at `path`, in grid order (module docstring); `InputError`
+    ``FILE:LINE: field KEY: problem`` for a bad spec."""
+    path = Path(path)
+    doc = read_toml(path)
+    text = path.read_text(encoding="utf-8")
+
+    def fail(problem: str, key: str) -> InputError:
+        return InputError(problem, file=path, line=_line_of(text, key.split(".")[-1]),
+                          field=key)
+
+    for key in doc:
+        if key not in _SECTIONS:
+            raise fail(f"unknown section or key (known: {', '.join(_SECTIONS)})", key)
+    base = doc.get("base", {})
+    grid = doc.get("grid", {})
+    zips = doc.get("zip", [])
+    if not isinstance(base, dict) or not isinstance(grid, dict) or not isinstance(zips, list):
+        raise fail("[base] and [grid] are tables, [[zip]] a list of tables", "base")
+    axes: list[list[tuple[tuple[str, Any], ...]]] = []  # each axis: its points
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise fail("a grid value is a non-empty list", f"grid.{key}")
+        axes.append([((key, v),) for v in values])
+    for i, group in enumerate(zips):
+        lengths = {len(v) if isinstance(v, list) else -1 for v in group.values()}
+        if not group or len(lengths) != 1 or -1 in lengths or 0 in lengths:
+            raise fail("a [[zip]] table holds non-empty lists of one length", f"zip[{i}]")
+        keys = list(group)
+        axes.append([tuple((k, group[k][j]) for k in keys) for j in range(lengths.pop())])
+    if "seeds" in doc and "repeat" in doc:
+        raise fail("give seeds or repeat, not both", "repeat")
+    seeds = doc.get("seeds", list(range(doc["repeat"])) if "repeat" in doc else None)
+    if seeds is not None:
+        if not isinstance(seeds, list) or not seeds or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+            raise fail("a non-empty list of integers >= 0 (or repeat = N >= 1)",
+                       "seeds" if "seeds" in doc else "repeat")
+        axes.append([(("seed", s),) for s in seeds])
+    seen: set[str] = set()
+    for points in axes:
+        for key, _ in points[0]:
+            if key in seen:
+                raise fail("varies twice (in two axes)", key)
+            seen.add(key)
+    hints = typing.get_type_hints(RunOptions)
+    base_opts = {k: _value(k, v, hints, fail, "base") for k, v in base.items()}
+    runs: list[SweepRun] = []
+    ids: dict[str, int] = {}
+    for combo in itertools.product(*axes) if axes else [()]:
+        varying = tuple(kv for point in combo for kv in point)
+        options = dict(base_opts)
+        for key, value in varying:
+            options[key] = _value(key, value, hints, fail, "grid")
+        if "workload" not in options:
+            raise fail("every run needs a workload (in [base] or [grid])", "base.workload")
+        try:
+            opt = RunOptions(**options)
+        except (TypeError, ValueError) as exc:
+            raise InputError(str(exc), file=path) from None
+        rid = run_id(opt)
+        if rid in ids:
+            raise InputError(f"runs {ids[rid] + 1} and {len(runs) + 1} are the same run",
+                             file=path)
+        ids[rid] = len(runs)
+        runs.append(SweepRun(id=rid, opt=opt, varying=tuple(
+            (k, _plain(getattr(opt, k))) for k, _ in varying)))
+    return runs
+
+
+def _value(key: str, value: Any, hints: Mapping[str, Any],
+           fail: Callable[[str, str], InputError], section: str) -> Any:
+    """A spec value for option `key`, typed like the `RunOptions` field."""
+    where = f"{section}.{key}"
+    if key in _NOT_OPTIONS or key not in hints:
+        known = sorted(k for k in hints if k not in _NOT_OPTIONS)
+        raise fail(f"not a run option (known: {', '.join(known)})", where)
+    if key in _MAPPINGS:
+        if not isinstance(value, dict):
+            raise fail("a table of key = value", where)
+        return {str(k): str(v) for k, v in value.items()}
+    try:
+        return coerce(value, hints[key], where=where)
+    except InputError as exc:
+        raise fail(exc.problem, where) from None
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The first line of `text` where `key` is assigned or a table named (for messages)."""
+    pattern = re.compile(rf"^\s*(\[+\s*{re.escape(key)}\s*\]+|\"?{re.escape(key)}\"?\s*=)")
+    for n, line in enumerate(text.splitlines(), start=1):
+        if pattern.match(line):
+            return n
+    return None
+
+
+def finished(run_dir: Path, rid: str) -> dict | None:
+    """The summary of a finished run in `run_dir` whose configuration is run `rid`'s, or None
+    (missing, incomplete, or another configuration)."""
+    try:
+        config = json.loads((run_dir / "config.json").read_text())
+        summary = json.loads((run_dir / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return summary if config.get("id") == rid else None
+
+
+def run_sweep(runs: Sequence[SweepRun], out: Path, *,
+              execute_run: Callable[[RunOptions, Path], dict],
+              progress: Callable[[int, int, int, float], None] | None = None) -> list[dict]:
+    """Run every unfinished run of `runs` into ``out/runs/<id>/`` with `execute_run(opt,
+    run_dir) -> summary` (which writes the run's files, summary.json last), rewriting
+    ``out/sweep.csv`` after each; returns the summaries in spec order. `progress(done, total,
+    skipped, elapsed_s)` is told after each run."""
+    out.mkdir(parents=True, exist_ok=True)
+    summaries: dict[str, dict] = {}
+    todo = []
+    for r in runs:
+        s = finished(out / "runs" / r.id, r.id)
+        if s is None:
+            todo.append(r)
+        else:
+            summaries[r.id] = s
+    skipped = len(summaries)
+    t0 = time.perf_counter()
+    if progress is not None:
+        progress(len(summaries), len(runs), skipped, 0.0)
+    for r in todo:
+        run_dir = out / "runs" / r.id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with atomic_open(run_dir / "config.json") as fh:
+            json.dump({"id": r.id, "varying": dict(r.varying),
+                       "options": {f.name: _plain(getattr(r.opt, f.name))
+                                   for f in dataclasses.fields(RunOptions)}}, fh, indent=1)
+        summaries[r.id] = execute_run(dataclasses.replace(r.opt, out=str(run_dir)), run_dir)
+        _write_table(out / SWEEP_TABLE, runs, summaries)
+        if progress is not None:
+            progress(len(summaries), len(runs), skipped, time.perf_counter() - t0)
+    _write_table(out / SWEEP_TABLE, runs, summaries)
+    return [summaries[r.id] for r in runs]
+
+
+def _write_table(path: Path, runs: Sequence[SweepRun], summaries: Mapping[str, dict]) -> None:
+    """``sweep.csv``: a row per finished run (spec order): id, the varying options, then
+    every scalar metric of its summary."""
+    done = [r for r in runs if r.id in summaries]
+    keys = list(dict.fromkeys(k for r in runs for k, _ in r.varying))
+    metrics = list(dict.fromkeys(k for r in done for k, v in summaries[r.id].items()
+                                 if isinstance(v, (int, float, type(None)))
+                                 and not isinstance(v, bool) and k != "wall_s"))
+    with atomic_open(path) as fh:
+        fh.write(",".join(["id", *keys, *metrics]) + "\n")
+        for r in done:
+            vary = dict(r.varying)
+            s = summaries[r.id]
+            row = [r.id, *(_cell(vary.get(k)) for k in keys), *(_cell(s.get(m)) for m in metrics)]
+            fh.write(",".join(row) + "\n")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Mapping):
+        value = " ".join(f"{k}={v}" for k, v in value.items())
+    return csv_field(str(value))

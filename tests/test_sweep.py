@@ -1,0 +1,162 @@
+"""``cosim sweep``: specs checked before anything runs, config-derived run ids, the table,
+and resuming a sweep that was killed without repeating a finished run."""
+
+from __future__ import annotations
+
+import csv
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cosim.cli import main
+from cosim.sweep import load_spec
+
+# 4 hosts; job 3 backfills under EASY, not under FCFS (tests/test_cli_run.py's TINY)
+TINY = """\
+1 0 -1 100 3 -1 -1 3 100 -1 1 1 1 -1 -1 -1 -1 -1
+2 5 -1 10 4 -1 -1 4 10 -1 1 1 1 -1 -1 -1 -1 -1
+3 10 -1 50 1 -1 -1 1 50 -1 1 1 1 -1 -1 -1 -1 -1
+"""
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def spec(tmp_path):
+    swf = tmp_path / "tiny.swf"
+    swf.write_text(TINY)
+    path = tmp_path / "spec.toml"
+    path.write_text(f'seeds = [0, 1]\n\n[base]\nworkload = "{swf}"\nhosts = 4\n\n'
+                    '[grid]\nbatch = ["fcfs", "easy"]\n')
+    return path
+
+
+def table(path):
+    return list(csv.DictReader(path.open()))
+
+
+def test_a_sweep_runs_every_combination_and_tabulates_them(capsys, tmp_path, spec):
+    out = tmp_path / "sw"
+    code, stdout, err = run(capsys, "sweep", str(spec), "--out", str(out), "--dry-run")
+    assert code == 0, err
+    assert stdout.count("to run") == 4 and not out.exists()
+    code, stdout, err = run(capsys, "sweep", str(spec), "--out", str(out), "--quiet")
+    assert code == 0, err
+    rows = table(out / "sweep.csv")
+    assert [(r["batch"], r["seed"]) for r in rows] == [("fcfs", "0"), ("fcfs", "1"),
+                                                       ("easy", "0"), ("easy", "1")]
+    assert {r["mean_wait_s"] for r in rows if r["batch"] == "easy"} != {
+        r["mean_wait_s"] for r in rows if r["batch"] == "fcfs"}  # EASY backfills job 3
+    for r in rows:
+        d = out / "runs" / r["id"]
+        assert (d / "summary.json").exists() and (d / "config.json").exists()
+        assert (d / "jobs.csv").exists() and (d / "results.h5").exists()
+    code, stdout, err = run(capsys, "sweep", str(spec), "--out", str(out), "--dry-run")
+    assert stdout.count("finished") == 4
+
+
+def test_run_ids_follow_the_configuration_not_the_order(tmp_path, spec):
+    ids = {r.id: dict(r.varying) for r in load_spec(spec)}
+    text = spec.read_text()
+    spec.write_text(text.replace('["fcfs", "easy"]', '["easy", "fcfs"]')
+                    .replace("[0, 1]", "[1, 0, 2]"))
+    again = {r.id: dict(r.varying) for r in load_spec(spec)}
+    assert set(ids) < set(again) and all(again[k] == v for k, v in ids.items())
+
+
+def test_resume_redoes_only_missing_or_incomplete_runs(capsys, tmp_path, spec):
+    out = tmp_path / "sw"
+    assert run(capsys, "sweep", str(spec), "--out", str(out), "--quiet")[0] == 0
+    rows = table(out / "sweep.csv")
+    lost = out / "runs" / rows[1]["id"] / "summary.json"
+    lost.unlink()  # as if killed while writing that run
+    before = {r["id"]: (out / "runs" / r["id"] / "summary.json").stat().st_mtime_ns
+              for r in rows if r is not rows[1]}
+    code, _, err = run(capsys, "sweep", str(spec), "--out", str(out))
+    assert code == 0 and "3 already finished" in err
+    assert lost.exists() and len(table(out / "sweep.csv")) == 4
+    assert all((out / "runs" / k / "summary.json").stat().st_mtime_ns == t
+               for k, t in before.items())  # no finished run repeated
+
+
+def test_a_sweep_killed_at_any_moment_loses_no_finished_run(tmp_path):
+    """SIGKILL while the sweep runs (after a first run finished): the finished runs stay, the
+    table lists them, and the same command finishes the rest without repeating them."""
+    from cosim.paths import TRACES_DIR
+
+    path = tmp_path / "spec.toml"
+    path.write_text(f'[base]\nworkload = "{TRACES_DIR / "lublin_256.swf.gz"}"\n\n'
+                    '[grid]\nbatch = ["fcfs", "easy", "conservative"]\n'
+                    'priority = ["fcfs", "sjf"]\n')
+    out = tmp_path / "sw"
+    cmd = [sys.executable, "-m", "cosim", "sweep", str(path), "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.monotonic()
+        while not ((out / "sweep.csv").exists() and len(table(out / "sweep.csv")) >= 1):
+            assert proc.poll() is None and time.monotonic() - t0 < 120, proc.stderr.read()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    done = {r["id"]: (out / "runs" / r["id"] / "summary.json").stat().st_mtime_ns
+            for r in table(out / "sweep.csv")}
+    assert 1 <= len(done) < 6
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    rows = table(out / "sweep.csv")
+    assert len(rows) == 6 and len({r["id"] for r in rows}) == 6
+    assert all((out / "runs" / k / "summary.json").stat().st_mtime_ns == t
+               for k, t in done.items())
+
+
+@pytest.mark.parametrize("body, needle", [
+    ('[base]\nworkload = "W"\n[grid]\nbacth = ["fcfs"]\n',
+     ":4: field grid.bacth: not a run option"),
+    ('[base]\nworkload = "W"\n[grid]\nbatch = "easy"\n',
+     ":4: field grid.batch: a grid value is a non-empty list"),
+    ('[base]\nworkload = "W"\nhosts = "many"\n', ":3: field base.hosts: expected an integer"),
+    ('[base]\nworkload = "W"\n[[zip]]\nbatch = ["easy", "fcfs"]\nseed = [1]\n',
+     "field zip[0]: a [[zip]] table holds non-empty lists of one length"),
+    ('seeds = [0]\nrepeat = 2\n[base]\nworkload = "W"\n', ":2: field repeat: give seeds or repeat"),
+    ('[base]\nworkload = "W"\n[grid]\nseed = [1, 1]\n', "are the same run"),
+    ('[grid]\nbatch = ["easy"]\n', "field base.workload: every run needs a workload"),
+    ('[basis]\nworkload = "W"\n', ":1: field basis: unknown section or key"),
+    ('[base]\nworkload = "W"\n[grid]\nbatch = ["easy", "nope"]\n',
+     "spec.toml: run "),  # found when the run is prepared: named by its options
+    ('[base]\nworkload = "W"\n[grid]\nbatch = ["easy", "nope"]\n',
+     "(batch=nope): field backfill: unknown backfill policy 'nope'"),
+    ('[base]\nworkload = "W"\nout = "x"\n', ":3: field base.out: not a run option"),
+])
+def test_bad_specs_are_one_line_errors_before_anything_runs(capsys, tmp_path, body, needle):
+    swf = tmp_path / "tiny.swf"
+    swf.write_text(TINY)
+    path = tmp_path / "spec.toml"
+    path.write_text(body.replace('"W"', f'"{swf}"'))
+    code, _, err = run(capsys, "sweep", str(path), "--out", str(tmp_path / "sw"))
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith("cosim: error: ") and needle in err, err
+    assert not (tmp_path / "sw").exists()
+
+
+def test_zip_groups_vary_together_and_repeat_gives_seeds(tmp_path, spec):
+    swf = tmp_path / "tiny.swf"
+    path = tmp_path / "z.toml"
+    path.write_text(f'repeat = 3\n[base]\nworkload = "{swf}"\n[grid]\nhosts = [4, 8]\n'
+                    '[[zip]]\nbatch = ["fcfs", "easy"]\npriority = ["fcfs", "sjf"]\n')
+    runs = load_spec(path)
+    combos = [dict(r.varying) for r in runs]
+    assert len(runs) == 2 * 2 * 3 and len({r.id for r in runs}) == 12
+    assert {(c["batch"], c["priority"]) for c in combos} == {("fcfs", "fcfs"), ("easy", "sjf")}
+    assert sorted({c["seed"] for c in combos}) == [0, 1, 2]
+    assert combos[0] == {"hosts": 4, "batch": "fcfs", "priority": "fcfs", "seed": 0}
+    assert all(r.opt.workload == str(swf) for r in runs)
