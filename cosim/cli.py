@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
+import functools
 import json
 import math
 import os
@@ -176,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the sweep's directory (default: runs/sweep-<spec name>)")
     sweep.add_argument("--dry-run", action="store_true",
                        help="check the spec and list the runs (finished or not); run nothing")
+    sweep.add_argument("--jobs", type=int, default=1, metavar="N",
+                       help="runs at once, in N local worker processes (default 1)")
     sweep.add_argument("--quiet", action="store_true", help="no progress line")
     sweep.set_defaults(handler=_cmd_sweep)
 
@@ -433,16 +435,16 @@ def _run_and_write(args: argparse.Namespace, runs: list, outs: list[Path], comm:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from cosim.experiment import execute, prepare, write_outputs
-    from cosim.output.runfiles import write_summary
-    from cosim.sweep import SWEEP_TABLE, finished, load_spec, run_sweep
+    from cosim.experiment import prepare
+    from cosim.sweep import SWEEP_TABLE, execute_run, finished, load_spec, run_sweep
 
+    if args.jobs < 1:
+        raise InputError(f"must be at least 1, got {args.jobs}", field="jobs")
     runs = load_spec(args.spec)
     warnings: list[str] = []
-    prepared = {}
     for r in runs:  # every input of every run now, before anything runs
         try:
-            prepared[r.id] = prepare(r.opt, warn=warnings.append)
+            prepare(r.opt, warn=warnings.append)
         except InputError as exc:
             vary = " ".join(f"{k}={v}" for k, v in r.varying) or "the base run"
             raise InputError(f"run {r.id} ({vary}): {exc}", file=args.spec) from None
@@ -457,15 +459,6 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{len(runs)} runs; their files would go under {out}/runs/")
         return 0
 
-    def execute_run(opt: Any, run_dir: Path) -> dict:
-        p = dataclasses.replace(prepared[run_id_of[opt.out]], opt=opt)
-        record = execute(p)
-        write_outputs(record, run_dir, run_id=run_dir.name, argv=["cosim", *sys.argv[1:]],
-                      summary=False)
-        write_summary(run_dir / "summary.json", record.summary)
-        return record.summary
-
-    run_id_of = {str(out / "runs" / r.id): r.id for r in runs}
 
     def progress(done: int, total: int, skipped: int, elapsed: float) -> None:
         if args.quiet:
@@ -477,7 +470,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
               flush=True)
 
     with hold_dir(out):
-        run_sweep(runs, out, execute_run=execute_run, progress=progress)
+        run_sweep(runs, out, jobs=args.jobs, progress=progress,
+                  execute_run=functools.partial(execute_run, argv=["cosim", *sys.argv[1:]]))
     print(f"sweep: {len(runs)} runs finished; table {out / SWEEP_TABLE}, runs under "
           f"{out / 'runs'}/")
     return 0

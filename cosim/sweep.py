@@ -174,13 +174,27 @@ def finished(run_dir: Path, rid: str) -> dict | None:
     return summary if config.get("id") == rid else None
 
 
+def execute_run(opt: RunOptions, run_dir: Path, argv: Sequence[str] = ()) -> dict:
+    """Prepare, simulate and write one run into `run_dir` (summary.json last); its summary.
+    A module-level function: worker processes (``--jobs N``) run it."""
+    from cosim.experiment import execute, prepare, write_outputs
+    from cosim.output.runfiles import write_summary
+
+    record = execute(prepare(opt))
+    write_outputs(record, run_dir, run_id=run_dir.name, argv=list(argv), summary=False)
+    write_summary(run_dir / "summary.json", record.summary)
+    return record.summary
+
+
 def run_sweep(runs: Sequence[SweepRun], out: Path, *,
-              execute_run: Callable[[RunOptions, Path], dict],
+              execute_run: Callable[[RunOptions, Path], dict] = execute_run, jobs: int = 1,
               progress: Callable[[int, int, int, float], None] | None = None) -> list[dict]:
     """Run every unfinished run of `runs` into ``out/runs/<id>/`` with `execute_run(opt,
-    run_dir) -> summary` (which writes the run's files, summary.json last), rewriting
-    ``out/sweep.csv`` after each; returns the summaries in spec order. `progress(done, total,
-    skipped, elapsed_s)` is told after each run."""
+    run_dir) -> summary` (which writes the run's files, summary.json last), on `jobs` local
+    worker processes (``spawn``: clean interpreters; runs handed out as workers free up,
+    longest predicted first), rewriting ``out/sweep.csv`` as each finishes; returns the
+    summaries in spec order. `progress(done, total, skipped, elapsed_s)` is told after each
+    run."""
     out.mkdir(parents=True, exist_ok=True)
     summaries: dict[str, dict] = {}
     todo = []
@@ -194,19 +208,56 @@ def run_sweep(runs: Sequence[SweepRun], out: Path, *,
     t0 = time.perf_counter()
     if progress is not None:
         progress(len(summaries), len(runs), skipped, 0.0)
-    for r in todo:
-        run_dir = out / "runs" / r.id
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with atomic_open(run_dir / "config.json") as fh:
-            json.dump({"id": r.id, "varying": dict(r.varying),
-                       "options": {f.name: _plain(getattr(r.opt, f.name))
-                                   for f in dataclasses.fields(RunOptions)}}, fh, indent=1)
-        summaries[r.id] = execute_run(dataclasses.replace(r.opt, out=str(run_dir)), run_dir)
+    def done(r: SweepRun, summary: dict) -> None:
+        summaries[r.id] = summary
         _write_table(out / SWEEP_TABLE, runs, summaries)
         if progress is not None:
             progress(len(summaries), len(runs), skipped, time.perf_counter() - t0)
+
+    work = [(r, _start_run(r, out)) for r in sorted(todo, key=_predicted_cost, reverse=True)]
+    if jobs <= 1 or len(work) <= 1:
+        for r, (opt, run_dir) in work:
+            done(r, execute_run(opt, run_dir))
+    else:
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
+            pending = {pool.submit(execute_run, opt, run_dir): r for r, (opt, run_dir) in work}
+            try:
+                while pending:
+                    finished_now, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in finished_now:
+                        done(pending.pop(f), f.result())
+            except BaseException:
+                for f in pending:
+                    f.cancel()
+                raise
     _write_table(out / SWEEP_TABLE, runs, summaries)
     return [summaries[r.id] for r in runs]
+
+
+def _start_run(r: SweepRun, out: Path) -> tuple[RunOptions, Path]:
+    """The run's directory with its config.json (what it runs), and its options there."""
+    run_dir = out / "runs" / r.id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_open(run_dir / "config.json") as fh:
+        json.dump({"id": r.id, "varying": dict(r.varying),
+                   "options": {f.name: _plain(getattr(r.opt, f.name))
+                               for f in dataclasses.fields(RunOptions)}}, fh, indent=1)
+    return dataclasses.replace(r.opt, out=str(run_dir)), run_dir
+
+
+def _predicted_cost(r: SweepRun) -> tuple:
+    """A run's predicted cost, for handing out the longest first: the size of its workload
+    file, then co-simulated techniques (SS, FSC, ... chunk by chunk) before the others. Ties
+    keep the spec order (a stable sort)."""
+    try:
+        size = Path(r.opt.workload).stat().st_size
+    except OSError:
+        size = 0
+    return (size, r.opt.technique in ("SS", "FSC", "mFSC"))
 
 
 def _write_table(path: Path, runs: Sequence[SweepRun], summaries: Mapping[str, dict]) -> None:

@@ -537,8 +537,8 @@ def _esp(repeat):
     return [("generate + write", wall * 1e3, "ms", None)]
 
 
-@bench("sweep: `cosim sweep`, 12 runs of Lublin-256 (batch x priority x 2 seeds), serial; "
-       "overhead over the runs alone and a resume that finds them all finished")
+@bench("sweep: `cosim sweep`, 12 runs of Lublin-256 (batch x priority x 2 seeds) on 1 and 2 "
+       "local workers (target: 2 workers <= 0.6x the time of 1), and a resume")
 def _sweep(repeat):
     import contextlib
     import io
@@ -546,24 +546,29 @@ def _sweep(repeat):
     from cosim.cli import main
     from cosim.paths import TRACES_DIR
 
+    walls = {}
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "spec.toml"
         spec.write_text(f'seeds = [0, 1]\n[base]\nworkload = "{TRACES_DIR / "lublin_256.swf.gz"}"'
                         '\n[grid]\nbatch = ["fcfs", "easy", "conservative"]\n'
                         'priority = ["fcfs", "sjf"]\n')
-        quiet = contextlib.redirect_stdout(io.StringIO())
-        t0 = time.perf_counter()
-        with quiet:
-            assert main(["sweep", str(spec), "--out", str(Path(tmp) / "sw"), "--quiet"]) == 0
-        wall = time.perf_counter() - t0
-        runs = sum(json.loads(p.read_text())["wall_s"] for p in
-                   (Path(tmp) / "sw" / "runs").glob("*/summary.json"))
+        for jobs in (1, 2):
+            out = Path(tmp) / f"sw{jobs}"
+            t0 = time.perf_counter()
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert main(["sweep", str(spec), "--out", str(out), "--quiet", "--jobs",
+                             str(jobs)]) == 0
+            walls[jobs] = time.perf_counter() - t0
+        sims = sum(json.loads(p.read_text())["wall_s"] for p in
+                   (Path(tmp) / "sw1" / "runs").glob("*/summary.json"))
         t0 = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
-            assert main(["sweep", str(spec), "--out", str(Path(tmp) / "sw"), "--quiet"]) == 0
+            assert main(["sweep", str(spec), "--out", str(Path(tmp) / "sw1"), "--quiet"]) == 0
         resume = time.perf_counter() - t0
-    return [("12 runs, serial: runs/s", 12 / wall, "runs/s", None),
-            ("whole sweep / simulations alone", wall / runs, "x", None),
+    return [("1 worker: runs/s", 12 / walls[1], "runs/s", None),
+            ("2 workers: runs/s", 12 / walls[2], "runs/s", None),
+            ("2 workers / 1 worker (wall)", walls[2] / walls[1], "x", None),
+            ("1 worker: whole sweep / simulations alone", walls[1] / sims, "x", None),
             ("resume with every run finished (checks all inputs again)", resume, "s", None)]
 
 

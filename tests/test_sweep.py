@@ -160,3 +160,18 @@ def test_zip_groups_vary_together_and_repeat_gives_seeds(tmp_path, spec):
     assert sorted({c["seed"] for c in combos}) == [0, 1, 2]
     assert combos[0] == {"hosts": 4, "batch": "fcfs", "priority": "fcfs", "seed": 0}
     assert all(r.opt.workload == str(swf) for r in runs)
+
+
+def test_local_workers_give_the_serial_table(capsys, tmp_path, spec):
+    """``--jobs 2``: runs in two worker processes, handed out as workers free up; the table
+    (in spec order) and every run's files equal the serial sweep's."""
+    for jobs in ("1", "2"):
+        code, _, err = run(capsys, "sweep", str(spec), "--out", str(tmp_path / jobs),
+                           "--quiet", "--jobs", jobs)
+        assert code == 0, err
+    assert (tmp_path / "1" / "sweep.csv").read_text() == (tmp_path / "2" / "sweep.csv").read_text()
+    for r in table(tmp_path / "1" / "sweep.csv"):
+        a, b = ((tmp_path / j / "runs" / r["id"] / "jobs.csv").read_bytes() for j in "12")
+        assert a == b
+    code, _, err = run(capsys, "sweep", str(spec), "--out", str(tmp_path / "0"), "--jobs", "0")
+    assert code == 2 and "field jobs: must be at least 1" in err
