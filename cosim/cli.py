@@ -182,11 +182,16 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.set_defaults(handler=_cmd_sweep)
 
     report = sub.add_parser(
-        "report", help="print the summary table of every run in a results.h5",
-        description="Print one row per run of a results.h5 file (makespan, utilization, "
-        "waits, slowdowns, RCA counts), or every scalar metric as CSV.")
-    report.add_argument("results", metavar="RESULTS.h5")
+        "report", help="compare the runs of results.h5 files or sweep directories",
+        description="Print one row per run of the results.h5 files given (a directory: its "
+        "results.h5, or each run's of a sweep), with the configuration keys that differ "
+        "between them next to makespan, utilization, waits, slowdowns, RCA counts; or every "
+        "scalar metric as CSV; or, with --group-by, mean ± sd over the runs of each group.")
+    report.add_argument("results", metavar="RESULTS.h5|DIR", nargs="+")
     report.add_argument("--csv", action="store_true", help="CSV with every scalar metric")
+    report.add_argument("--group-by", action="append", default=[], metavar="KEY",
+                        help="group runs by configuration KEY (repeat, or KEY,KEY): mean ± "
+                        "sd of each metric per group, e.g. over seeds")
     report.set_defaults(handler=_cmd_report)
 
     plot = sub.add_parser(
@@ -584,11 +589,48 @@ def _print_run(s: dict) -> None:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from cosim.output.hdf5 import read_results
-    from cosim.output.report import report_csv, report_table
+    from cosim.output.report import report_csv, report_groups, report_table, varying_config
 
-    runs = read_results(args.results, chunks=False)
-    sys.stdout.write(report_csv(runs) if args.csv else report_table(runs))
+    runs = [run for path in _results_files(args.results)
+            for run in read_results(path, chunks=False)]
+    by = [k for spec in args.group_by for k in spec.split(",") if k]
+    if by:
+        known = {k for r in runs for k in r.config}
+        for k in by:
+            if k not in known:
+                raise InputError(f"no run has the configuration key {k!r} (known: "
+                                 f"{', '.join(sorted(known))})", field="group-by")
+        sys.stdout.write(report_groups(runs, by, as_csv=args.csv))
+        return 0
+    config = varying_config(runs)
+    sys.stdout.write(report_csv(runs, config) if args.csv else report_table(runs, config))
     return 0
+
+
+def _results_files(paths: Sequence[str]) -> list[Path]:
+    """The results.h5 files named: a file as is; a directory's own results.h5, else those of
+    the runs of a sweep in it (``runs/<id>/results.h5``, in its table's order)."""
+    from cosim.sweep import SWEEP_TABLE
+
+    out: list[Path] = []
+    for text in paths:
+        p = Path(text)
+        if not p.is_dir():
+            out.append(p)
+        elif (p / "results.h5").exists():
+            out.append(p / "results.h5")
+        else:
+            found = sorted((p / "runs").glob("*/results.h5"))
+            order = {}
+            if (p / SWEEP_TABLE).exists():
+                lines = (p / SWEEP_TABLE).read_text().splitlines()[1:]
+                order = {ln.split(",", 1)[0]: i for i, ln in enumerate(lines)}
+            found.sort(key=lambda f: order.get(f.parent.name, len(order)))
+            if not found:
+                raise InputError("no results.h5 in it, nor runs/*/results.h5 of a sweep",
+                                 file=p)
+            out.extend(found)
+    return out
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:

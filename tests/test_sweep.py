@@ -175,3 +175,35 @@ def test_local_workers_give_the_serial_table(capsys, tmp_path, spec):
         assert a == b
     code, _, err = run(capsys, "sweep", str(spec), "--out", str(tmp_path / "0"), "--jobs", "0")
     assert code == 2 and "field jobs: must be at least 1" in err
+
+
+def test_report_compares_the_runs_of_a_sweep_and_groups_them(capsys, tmp_path, spec):
+    """`cosim report DIR`: a row per run with the options that differ; ``--group-by``: mean ±
+    sd per group (here over the seeds), checked against the runs' own metrics."""
+    import statistics
+
+    out = tmp_path / "sw"
+    assert run(capsys, "sweep", str(spec), "--out", str(out), "--quiet")[0] == 0
+    rows = table(out / "sweep.csv")
+    code, text, err = run(capsys, "report", str(out))
+    assert code == 0, err
+    lines = text.splitlines()
+    assert lines[0].split()[:3] == ["run", "batch", "seed"] and len(lines) == 5
+    assert [ln.split()[0] for ln in lines[1:]] == [r["id"] for r in rows]  # the table's order
+    code, text, err = run(capsys, "report", str(out), "--group-by", "batch", "--csv")
+    assert code == 0, err
+    grouped = list(csv.DictReader(text.splitlines()))
+    assert [(g["batch"], g["n"]) for g in grouped] == [("fcfs", "2"), ("easy", "2")]
+    for g in grouped:
+        waits = [float(r["mean_wait_s"]) for r in rows if r["batch"] == g["batch"]]
+        assert float(g["mean_wait_s_mean"]) == pytest.approx(statistics.mean(waits))
+        assert float(g["mean_wait_s_sd"]) == pytest.approx(statistics.stdev(waits))
+    code, text, err = run(capsys, "report", str(out), "--group-by", "batch,seed")
+    assert code == 0 and len(text.splitlines()) == 5 and "±" in text
+    files = [str(out / "runs" / r["id"] / "results.h5") for r in rows[:2]]
+    code, text, err = run(capsys, "report", *files, "--csv")
+    assert code == 0 and len(text.splitlines()) == 3
+    code, _, err = run(capsys, "report", str(out), "--group-by", "colour")
+    assert code == 2 and "field group-by: no run has the configuration key 'colour'" in err
+    code, _, err = run(capsys, "report", str(tmp_path))
+    assert code == 2 and "no results.h5" in err

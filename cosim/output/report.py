@@ -22,7 +22,8 @@ from typing import Any
 from cosim.output.metrics import summary
 from cosim.output.tables import RunTables
 
-__all__ = ["CSV_METRICS", "TABLE_COLUMNS", "Column", "report_csv", "report_table"]
+__all__ = ["CSV_METRICS", "TABLE_COLUMNS", "Column", "report_csv", "report_table",
+           "varying_config", "report_groups"]
 
 # taken from summary itself so that a metric added there gets its place here too
 CSV_METRICS: tuple[str, ...] = tuple(summary((), 1))
@@ -39,6 +40,7 @@ class Column:
     value: Callable[[RunTables], Any]
     fmt: str = ""
     number: bool = True
+    key: str = ""  # the column's name in CSV (metric columns)
 
 
 def _config(key: str) -> Callable[[RunTables], Any]:
@@ -63,12 +65,14 @@ TABLE_COLUMNS: tuple[Column, ...] = (
     Column(header="workload", value=_workload, number=False),
     Column(header="technique", value=_config("technique"), number=False),
     Column(header="rca", value=_config("rca"), number=False),
-    Column(header="makespan [s]", value=_metric("makespan_s"), fmt=".3f"),
-    Column(header="utilization [%]", value=_metric("utilization", 100.0), fmt=".2f"),
-    Column(header="mean wait [s]", value=_metric("mean_wait_s"), fmt=".3f"),
-    Column(header="mean slowdown", value=_metric("mean_slowdown"), fmt=".3f"),
-    Column(header="yields [hosts]", value=_metric("yields"), fmt="d"),
-    Column(header="lends [hosts]", value=_metric("lends"), fmt="d"),
+    Column(header="makespan [s]", value=_metric("makespan_s"), fmt=".3f", key="makespan_s"),
+    Column(header="utilization [%]", value=_metric("utilization", 100.0), fmt=".2f",
+           key="utilization_pct"),
+    Column(header="mean wait [s]", value=_metric("mean_wait_s"), fmt=".3f", key="mean_wait_s"),
+    Column(header="mean slowdown", value=_metric("mean_slowdown"), fmt=".3f",
+           key="mean_slowdown"),
+    Column(header="yields [hosts]", value=_metric("yields"), fmt="d", key="yields"),
+    Column(header="lends [hosts]", value=_metric("lends"), fmt="d", key="lends"),
 )
 """The columns of `report_table`, left to right."""
 
@@ -84,18 +88,98 @@ def _cell(col: Column, run: RunTables) -> str:
     return str(v)
 
 
-def report_table(runs: Sequence[RunTables]) -> str:
-    """One line per run under a header line (`TABLE_COLUMNS`), columns aligned: text to the
-    left, numbers to the right; ``-`` for a value a run does not have. Ends with a newline."""
-    rows = [[c.header for c in TABLE_COLUMNS]]
-    rows += [[_cell(c, run) for c in TABLE_COLUMNS] for run in runs]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_COLUMNS))]
+def report_table(runs: Sequence[RunTables], config: Sequence[str] = ()) -> str:
+    """One line per run under a header line (`TABLE_COLUMNS`, with the `config` keys after
+    the run id), columns aligned: text to the left, numbers to the right; ``-`` for a value
+    a run does not have. Ends with a newline."""
+    columns = _with_config(config)
+    rows = [[c.header for c in columns]]
+    rows += [[_cell(c, run) for c in columns] for run in runs]
+    return _aligned(rows, columns)
+
+
+def _with_config(config: Sequence[str]) -> tuple[Column, ...]:
+    extra = tuple(Column(header=k, value=_config_text(k), number=False) for k in config)
+    return TABLE_COLUMNS[:1] + extra + TABLE_COLUMNS[1:]
+
+
+def _config_text(key: str) -> Callable[[RunTables], Any]:
+    def get(run: RunTables) -> Any:
+        v = run.config.get(key)
+        if isinstance(v, dict):
+            return " ".join(f"{k}={x}" for k, x in sorted(v.items())) or None
+        return v
+    return get
+
+
+def _aligned(rows: list[list[str]], columns: Sequence[Column]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(columns))]
     lines = []
     for row in rows:
         cells = [cell.rjust(w) if c.number else cell.ljust(w)
-                 for cell, w, c in zip(row, widths, TABLE_COLUMNS, strict=True)]
+                 for cell, w, c in zip(row, widths, columns, strict=True)]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines) + "\n"
+
+
+#: Configuration keys that never tell results apart (where files went, what was written)
+_NOT_RESULTS = frozenset(("out", "trace", "plots", "chunks"))
+
+
+def varying_config(runs: Sequence[RunTables]) -> list[str]:
+    """The configuration keys whose values differ between `runs` (first-seen order), but
+    those the report always shows and those that change only what was written."""
+    keys = list(dict.fromkeys(k for r in runs for k in r.config))
+    shown = set(_ID_COLUMNS) | _NOT_RESULTS
+    return [k for k in keys if k not in shown
+            and len({repr(_config_text(k)(r)) for r in runs}) > 1]
+
+
+def report_groups(runs: Sequence[RunTables], by: Sequence[str], *, as_csv: bool = False
+                  ) -> str:
+    """Runs grouped by the configuration keys `by` (groups in first-seen order): per group
+    the key values, the number of runs and, for each metric of the table, ``mean ± sd``
+    (sample standard deviation; 0 for one run; runs lacking a value are left out of it).
+    With `as_csv`: ``KEY..., n, METRIC_mean, METRIC_sd, ...``."""
+    groups: dict[tuple, list[RunTables]] = {}
+    for r in runs:
+        groups.setdefault(tuple(repr(_config_text(k)(r)) for k in by), []).append(r)
+    metrics = [c for c in TABLE_COLUMNS if c.number]
+    stats = []
+    for members in groups.values():
+        row = []
+        for c in metrics:
+            xs = [float(v) for v in (c.value(r) for r in members)
+                  if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            if not xs:
+                row.append((None, None))
+                continue
+            mean = sum(xs) / len(xs)
+            sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 \
+                else 0.0
+            row.append((mean, sd))
+        stats.append((members, row))
+    keys = [[_config_text(k)(members[0]) for k in by] for members, _ in stats]
+    if as_csv:
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow([*by, "n", *(f"{c.key}_{s}" for c in metrics for s in ("mean", "sd"))])
+        for kv, (members, row) in zip(keys, stats, strict=True):
+            w.writerow([*(_csv_value(v) for v in kv), len(members),
+                        *(_csv_value(x) for pair in row for x in pair)])
+        return out.getvalue()
+    columns = [*(Column(header=k, value=lambda r: None, number=False) for k in by),
+               Column(header="runs", value=lambda r: None),
+               *(Column(header=c.header, value=c.value) for c in metrics)]
+    rows = [[c.header for c in columns]]
+    for kv, (members, row) in zip(keys, stats, strict=True):
+        cells = ["-" if v is None else str(v) for v in kv] + [str(len(members))]
+        for c, (mean, sd) in zip(metrics, row, strict=True):
+            fmt = c.fmt if c.fmt != "d" else ".1f"
+            cells.append("-" if mean is None else f"{format(mean, fmt)} ± {format(sd, fmt)}")
+        rows.append(cells)
+    return _aligned(rows, columns)
+
 
 
 def _scalar(v: Any) -> bool:
@@ -112,20 +196,22 @@ def _csv_value(v: Any) -> str:
     return repr(v) if isinstance(v, float) else str(v)
 
 
-def report_csv(runs: Sequence[RunTables]) -> str:
+def report_csv(runs: Sequence[RunTables], config: Sequence[str] = ()) -> str:
     """CSV, one row per run: ``run_id,workload,technique,rca`` (from the config, the
-    workload as given), then every scalar metric — `CSV_METRICS` first, in that order, then
-    the others sorted by name — over the union of the runs' metrics; empty where a run lacks
-    a value. Floats as Python's shortest exact repr; lines end with ``\\n``."""
+    workload as given), the `config` keys, then every scalar metric — `CSV_METRICS` first,
+    in that order, then the others sorted by name — over the union of the runs' metrics;
+    empty where a run lacks a value. Floats as Python's shortest exact repr; lines end with
+    ``\\n``."""
     known = [k for k in CSV_METRICS if any(k in r.metrics for r in runs)]
     extra = sorted({k for r in runs for k, v in r.metrics.items()
                     if k not in CSV_METRICS and _scalar(v)})
     metric_cols = known + extra
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow([*_ID_COLUMNS, *metric_cols])
+    w.writerow([*_ID_COLUMNS, *config, *metric_cols])
     for r in runs:
-        ids = [r.run_id, *(r.config.get(k) for k in _ID_COLUMNS[1:])]
+        ids = [r.run_id, *(r.config.get(k) for k in _ID_COLUMNS[1:]),
+               *(_config_text(k)(r) for k in config)]
         metrics = [r.metrics.get(k) for k in metric_cols]
         w.writerow([_csv_value(v) if _scalar(v) else "" for v in [*ids, *metrics]])
     return out.getvalue()
