@@ -195,12 +195,18 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(handler=_cmd_report)
 
     plot = sub.add_parser(
-        "plot", help="draw the plots of the runs in a results.h5",
-        description="Write PNGs of the runs in a results.h5: system utilization over time "
-        "(all runs), a Gantt chart of hosts x time per run, the load-imbalance profile.")
-    plot.add_argument("results", metavar="RESULTS.h5")
+        "plot", help="draw the plots of runs, or a metric against an option over many runs",
+        description="Write PNGs of the runs in results.h5 files or directories: system "
+        "utilization over time (all runs), a Gantt chart of hosts x time per run, the "
+        "load-imbalance profile; or, with --x and --y, one metric against one option over "
+        "all the runs (a sweep), mean ± sd over the runs that differ in nothing else, one "
+        "line per --hue value.")
+    plot.add_argument("results", metavar="RESULTS.h5|DIR", nargs="+")
     plot.add_argument("--out", metavar="DIR",
-                      help="where to write the PNGs (default: next to RESULTS.h5)")
+                      help="where to write the PNGs (default: beside the first results)")
+    plot.add_argument("--x", metavar="KEY", help="configuration key on the x axis")
+    plot.add_argument("--y", metavar="METRIC", help="metric on the y axis (with --x)")
+    plot.add_argument("--hue", metavar="KEY", help="one line per value of this key")
     plot.set_defaults(handler=_cmd_plot)
 
     workload = sub.add_parser("workload", help="generate workloads (SWF)")
@@ -637,8 +643,18 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     from cosim.output.hdf5 import read_results
     from cosim.output.plots import write_plots
 
-    runs = read_results(args.results, chunks=False)
-    out = Path(args.out) if args.out else Path(args.results).parent
+    files = _results_files(args.results)
+    runs = [run for path in files for run in read_results(path, chunks=False)]
+    out = Path(args.out) if args.out else files[0].parent if Path(args.results[0]).is_file() \
+        else Path(args.results[0])
+    if args.x or args.y or args.hue:
+        if not (args.x and args.y):
+            raise InputError("--x and --y go together (and --hue with them)", field="x")
+        from cosim.output.compare_plot import plot_metric
+
+        name = f"{args.y}-by-{args.x}" + (f"-by-{args.hue}" if args.hue else "") + ".png"
+        print(plot_metric(out / name, runs, x=args.x, y=args.y, hue=args.hue))
+        return 0
     for path in write_plots(out, runs):
         print(path)
     return 0

@@ -538,7 +538,7 @@ def _esp(repeat):
 
 
 @bench("sweep: `cosim sweep`, 12 runs of Lublin-256 (batch x priority x 2 seeds) on 1 and 2 "
-       "local workers (target: 2 workers <= 0.6x the time of 1), a resume, a grouped report")
+       "local workers (target: 2 workers <= 0.6x the time of 1), a resume, a report, a plot")
 def _sweep(repeat):
     import contextlib
     import io
@@ -569,12 +569,18 @@ def _sweep(repeat):
         with contextlib.redirect_stdout(io.StringIO()):
             assert main(["report", str(Path(tmp) / "sw1"), "--group-by", "batch"]) == 0
         report = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["plot", str(Path(tmp) / "sw1"), "--x", "priority", "--y",
+                         "mean_wait_s", "--hue", "batch"]) == 0
+        figure = time.perf_counter() - t0
     return [("1 worker: runs/s", 12 / walls[1], "runs/s", None),
             ("2 workers: runs/s", 12 / walls[2], "runs/s", None),
             ("2 workers / 1 worker (wall)", walls[2] / walls[1], "x", None),
             ("1 worker: whole sweep / simulations alone", walls[1] / sims, "x", None),
             ("resume with every run finished (checks all inputs again)", resume, "s", None),
-            ("cosim report --group-by batch over the 12 runs", report, "s", None)]
+            ("cosim report --group-by batch over the 12 runs", report, "s", None),
+            ("cosim plot --x priority --y mean_wait_s --hue batch", figure, "s", None)]
 
 
 @bench("platform: load ib256 and compute 256x256 message times")

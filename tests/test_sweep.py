@@ -207,3 +207,32 @@ def test_report_compares_the_runs_of_a_sweep_and_groups_them(capsys, tmp_path, s
     assert code == 2 and "field group-by: no run has the configuration key 'colour'" in err
     code, _, err = run(capsys, "report", str(tmp_path))
     assert code == 2 and "no results.h5" in err
+
+
+def test_plot_a_metric_against_an_option_over_a_sweep(capsys, tmp_path, spec):
+    """`cosim plot DIR --x KEY --y METRIC --hue KEY`: the points are the means (± sd) of the
+    runs that differ in nothing else (the seeds), and the PNG is written."""
+    import statistics
+
+    from cosim.output.compare_plot import metric_points
+    from cosim.output.hdf5 import read_results
+
+    out = tmp_path / "sw"
+    assert run(capsys, "sweep", str(spec), "--out", str(out), "--quiet")[0] == 0
+    code, text, err = run(capsys, "plot", str(out), "--x", "batch", "--y", "mean_wait_s")
+    assert code == 0, err
+    png = out / "mean_wait_s-by-batch.png"
+    assert text.strip() == str(png) and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    runs = [r for p in sorted(out.glob("runs/*/results.h5")) for r in read_results(p)]
+    xs, lines = metric_points(runs, x="batch", y="mean_wait_s", hue="seed")
+    assert set(xs) == {"fcfs", "easy"} and set(lines) == {0, 1}
+    _, pooled = metric_points(runs, x="batch", y="mean_wait_s")
+    for xv, mean, sd, n in pooled[None]:
+        waits = [r.metrics["mean_wait_s"] for r in runs if r.config["batch"] == xv]
+        assert n == 2 and mean == pytest.approx(statistics.mean(waits))
+        assert sd == pytest.approx(statistics.stdev(waits))
+    for argv, needle in ((["--x", "colour", "--y", "mean_wait_s"], "field x: no run has"),
+                         (["--x", "batch", "--y", "joy"], "field y: run "),
+                         (["--x", "batch"], "--x and --y go together")):
+        code, _, err = run(capsys, "plot", str(out), *argv)
+        assert code == 2 and needle in err, err

@@ -41,7 +41,7 @@ from cosim.core.files import atomic_open
 from cosim.errors import InputError
 from cosim.output.tables import ROLES, RunTables, step_series
 
-__all__ = ["plot_gantt", "plot_imbalance", "plot_utilization", "write_plots"]
+__all__ = ["plot_gantt", "plot_imbalance", "plot_utilization", "write_plots", "save_png"]
 
 PathLike = str | os.PathLike[str]
 
@@ -148,7 +148,7 @@ def _no_data(ax: Any, text: str) -> None:
             color="0.35", bbox={"boxstyle": "round", "fc": "0.95", "ec": "0.7"})
 
 
-def _save(fig: Figure, path: PathLike) -> Path:
+def save_png(fig: Figure, path: PathLike) -> Path:
     """Render with Agg into a temporary file beside `path`, then rename it into place."""
     FigureCanvasAgg(fig)
     target = Path(path)
@@ -241,7 +241,7 @@ def plot_utilization(path: PathLike, runs: Sequence[RunTables], *,
     ax.set_title(", ".join(filter(None, [_common_config(runs),
                                          f"{'/'.join(map(str, n_hosts))} hosts"])),
                  fontsize=10, color="0.3")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 # -- Gantt chart --------------------------------------------------------------------------
@@ -552,7 +552,7 @@ def plot_gantt(path: PathLike, tables: RunTables) -> Path:
     Thin grey lines separate the racks while racks are at least 6 pixels tall. Returns the
     path written.
     """
-    return _save(_gantt_figure(tables), path)
+    return save_png(_gantt_figure(tables), path)
 
 
 def _label_jobs(ax: Any, busy: _Bars, lane_px: float, px_per_unit: float) -> None:
@@ -654,7 +654,7 @@ def plot_imbalance(path: PathLike, runs: Sequence[RunTables], *,
     sub = _common_config(runs)
     ax.set_title((sub + "; " if sub else "") + "finish times from each job's loop start",
                  fontsize=10, color="0.3")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 # -- the standard set ---------------------------------------------------------------------
