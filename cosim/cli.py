@@ -14,6 +14,7 @@ import functools
 import json
 import math
 import os
+import re
 import signal
 import sys
 import threading
@@ -178,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="check the spec and list the runs (finished or not); run nothing")
     sweep.add_argument("--jobs", type=int, default=1, metavar="N",
                        help="runs at once, in N local worker processes (default 1)")
+    sweep.add_argument("--part", metavar="I/N",
+                       help="run only runs I, I+N, I+2N, ... (a job array's share, e.g. "
+                       "$SLURM_ARRAY_TASK_ID/8); the table lists every finished run")
     sweep.add_argument("--quiet", action="store_true", help="no progress line")
     sweep.set_defaults(handler=_cmd_sweep)
 
@@ -451,6 +455,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise InputError(f"must be at least 1, got {args.jobs}", field="jobs")
+    part = None
+    if args.part is not None:
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", args.part)
+        if m is None or not 1 <= int(m.group(1)) <= int(m.group(2)):
+            raise InputError(f"expected I/N with 1 <= I <= N, got {args.part!r}", field="part")
+        part = (int(m.group(1)), int(m.group(2)))
     runs = load_spec(args.spec)
     warnings: list[str] = []
     for r in runs:  # every input of every run now, before anything runs
@@ -480,10 +490,13 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
               f"~{left:,.0f} s left ", end="" if done < total else "\n", file=sys.stderr,
               flush=True)
 
-    with hold_dir(out):
-        run_sweep(runs, out, jobs=args.jobs, progress=progress,
-                  execute_run=functools.partial(execute_run, argv=["cosim", *sys.argv[1:]]))
-    print(f"sweep: {len(runs)} runs finished; table {out / SWEEP_TABLE}, runs under "
+    # a part holds its own lock: the parts of a job array share the directory
+    with hold_dir(out if part is None else out / "parts" / f"{part[0]}-of-{part[1]}"):
+        mine = run_sweep(runs, out, jobs=args.jobs, part=part, progress=progress,
+                         execute_run=functools.partial(execute_run,
+                                                       argv=["cosim", *sys.argv[1:]]))
+    share = "" if part is None else f" (part {part[0]}/{part[1]}: {len(mine)} of them)"
+    print(f"sweep: {len(runs)} runs{share} finished; table {out / SWEEP_TABLE}, runs under "
           f"{out / 'runs'}/")
     return 0
 

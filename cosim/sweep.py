@@ -188,31 +188,31 @@ def execute_run(opt: RunOptions, run_dir: Path, argv: Sequence[str] = ()) -> dic
 
 def run_sweep(runs: Sequence[SweepRun], out: Path, *,
               execute_run: Callable[[RunOptions, Path], dict] = execute_run, jobs: int = 1,
+              part: tuple[int, int] | None = None,
               progress: Callable[[int, int, int, float], None] | None = None) -> list[dict]:
     """Run every unfinished run of `runs` into ``out/runs/<id>/`` with `execute_run(opt,
     run_dir) -> summary` (which writes the run's files, summary.json last), on `jobs` local
     worker processes (``spawn``: clean interpreters; runs handed out as workers free up,
     longest predicted first), rewriting ``out/sweep.csv`` as each finishes; returns the
-    summaries in spec order. `progress(done, total, skipped, elapsed_s)` is told after each
-    run."""
+    summaries of the runs done here, in spec order. `part` ``(i, n)``: only runs i, i + n,
+    i + 2n, ... (1-based, spec order) — a job array's share; the table still lists every
+    finished run of the spec, whichever part ran it. `progress(done, total, skipped,
+    elapsed_s)` is told after each run (counts over this part's runs)."""
     out.mkdir(parents=True, exist_ok=True)
-    summaries: dict[str, dict] = {}
-    todo = []
-    for r in runs:
-        s = finished(out / "runs" / r.id, r.id)
-        if s is None:
-            todo.append(r)
-        else:
-            summaries[r.id] = s
-    skipped = len(summaries)
+    mine = list(runs) if part is None else list(runs)[part[0] - 1::part[1]]
+    summaries = _finished_all(runs, out)
+    todo = [r for r in mine if r.id not in summaries]
+    skipped = len(mine) - len(todo)
     t0 = time.perf_counter()
     if progress is not None:
-        progress(len(summaries), len(runs), skipped, 0.0)
+        progress(skipped, len(mine), skipped, 0.0)
+
     def done(r: SweepRun, summary: dict) -> None:
         summaries[r.id] = summary
         _write_table(out / SWEEP_TABLE, runs, summaries)
         if progress is not None:
-            progress(len(summaries), len(runs), skipped, time.perf_counter() - t0)
+            progress(sum(1 for m in mine if m.id in summaries), len(mine), skipped,
+                     time.perf_counter() - t0)
 
     work = [(r, _start_run(r, out)) for r in sorted(todo, key=_predicted_cost, reverse=True)]
     if jobs <= 1 or len(work) <= 1:
@@ -234,8 +234,15 @@ def run_sweep(runs: Sequence[SweepRun], out: Path, *,
                 for f in pending:
                     f.cancel()
                 raise
+    summaries = _finished_all(runs, out)  # with what other parts finished meanwhile
     _write_table(out / SWEEP_TABLE, runs, summaries)
-    return [summaries[r.id] for r in runs]
+    return [summaries[r.id] for r in mine]
+
+
+def _finished_all(runs: Sequence[SweepRun], out: Path) -> dict[str, dict]:
+    """The summaries of the finished runs of `runs` in `out`, by id."""
+    found = {r.id: finished(out / "runs" / r.id, r.id) for r in runs}
+    return {k: s for k, s in found.items() if s is not None}
 
 
 def _start_run(r: SweepRun, out: Path) -> tuple[RunOptions, Path]:

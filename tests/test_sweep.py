@@ -236,3 +236,24 @@ def test_plot_a_metric_against_an_option_over_a_sweep(capsys, tmp_path, spec):
                          (["--x", "batch"], "--x and --y go together")):
         code, _, err = run(capsys, "plot", str(out), *argv)
         assert code == 2 and needle in err, err
+
+
+def test_parts_of_a_job_array_share_the_directory_and_the_table(capsys, tmp_path, spec):
+    """``--part 1/2`` runs runs 1 and 3, ``--part 2/2`` runs 2 and 4 (spec order), each under
+    its own lock; the table lists every finished run of the spec, whichever part ran it."""
+    out = tmp_path / "sw"
+    ids = [r.id for r in load_spec(spec)]
+    code, text, err = run(capsys, "sweep", str(spec), "--out", str(out), "--part", "1/2",
+                          "--quiet")
+    assert code == 0 and "part 1/2: 2 of them" in text, err
+    assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(ids[0::2])
+    assert [r["id"] for r in table(out / "sweep.csv")] == ids[0::2]
+    code, text, err = run(capsys, "sweep", str(spec), "--out", str(out), "--part", "2/2",
+                          "--quiet")
+    assert code == 0, err
+    assert [r["id"] for r in table(out / "sweep.csv")] == ids  # spec order, complete
+    code, _, err = run(capsys, "sweep", str(spec), "--out", str(out), "--dry-run")
+    assert code == 0
+    for bad in ("3/2", "0/2", "1-2", "a/b"):
+        code, _, err = run(capsys, "sweep", str(spec), "--out", str(out), "--part", bad)
+        assert code == 2 and "field part: expected I/N" in err, err
