@@ -490,11 +490,25 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
               f"~{left:,.0f} s left ", end="" if done < total else "\n", file=sys.stderr,
               flush=True)
 
+    run = functools.partial(execute_run, argv=["cosim", *sys.argv[1:]])
     # a part holds its own lock: the parts of a job array share the directory
-    with hold_dir(out if part is None else out / "parts" / f"{part[0]}-of-{part[1]}"):
-        mine = run_sweep(runs, out, jobs=args.jobs, part=part, progress=progress,
-                         execute_run=functools.partial(execute_run,
-                                                       argv=["cosim", *sys.argv[1:]]))
+    lock = out if part is None else out / "parts" / f"{part[0]}-of-{part[1]}"
+    comm, rank = _world()
+    if comm is not None and comm.size > 1:
+        # under mpiexec: rank 0 hands the runs to the other ranks (mpi4py.futures), each
+        # simulating one run at a time in its process
+        from mpi4py.futures import MPICommExecutor
+
+        with MPICommExecutor(comm, root=0) as executor:
+            if executor is None:
+                return 0  # a worker rank: it served until rank 0 was done
+            with hold_dir(lock):
+                mine = run_sweep(runs, out, part=part, progress=progress, execute_run=run,
+                                 executor=executor)
+    else:
+        with hold_dir(lock):
+            mine = run_sweep(runs, out, jobs=args.jobs, part=part, progress=progress,
+                             execute_run=run)
     share = "" if part is None else f" (part {part[0]}/{part[1]}: {len(mine)} of them)"
     print(f"sweep: {len(runs)} runs{share} finished; table {out / SWEEP_TABLE}, runs under "
           f"{out / 'runs'}/")

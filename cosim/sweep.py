@@ -188,7 +188,7 @@ def execute_run(opt: RunOptions, run_dir: Path, argv: Sequence[str] = ()) -> dic
 
 def run_sweep(runs: Sequence[SweepRun], out: Path, *,
               execute_run: Callable[[RunOptions, Path], dict] = execute_run, jobs: int = 1,
-              part: tuple[int, int] | None = None,
+              part: tuple[int, int] | None = None, executor: Any = None,
               progress: Callable[[int, int, int, float], None] | None = None) -> list[dict]:
     """Run every unfinished run of `runs` into ``out/runs/<id>/`` with `execute_run(opt,
     run_dir) -> summary` (which writes the run's files, summary.json last), on `jobs` local
@@ -196,7 +196,8 @@ def run_sweep(runs: Sequence[SweepRun], out: Path, *,
     longest predicted first), rewriting ``out/sweep.csv`` as each finishes; returns the
     summaries of the runs done here, in spec order. `part` ``(i, n)``: only runs i, i + n,
     i + 2n, ... (1-based, spec order) — a job array's share; the table still lists every
-    finished run of the spec, whichever part ran it. `progress(done, total, skipped,
+    finished run of the spec, whichever part ran it. `executor`: run them there instead
+    (MPI ranks, `cosim sweep` under ``mpiexec``). `progress(done, total, skipped,
     elapsed_s)` is told after each run (counts over this part's runs)."""
     out.mkdir(parents=True, exist_ok=True)
     mine = list(runs) if part is None else list(runs)[part[0] - 1::part[1]]
@@ -215,28 +216,39 @@ def run_sweep(runs: Sequence[SweepRun], out: Path, *,
                      time.perf_counter() - t0)
 
     work = [(r, _start_run(r, out)) for r in sorted(todo, key=_predicted_cost, reverse=True)]
-    if jobs <= 1 or len(work) <= 1:
+    if executor is not None:
+        _on_executor(executor, work, execute_run, done)
+    elif jobs <= 1 or len(work) <= 1:
         for r, (opt, run_dir) in work:
             done(r, execute_run(opt, run_dir))
     else:
         import multiprocessing
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures import ProcessPoolExecutor
 
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
-            pending = {pool.submit(execute_run, opt, run_dir): r for r, (opt, run_dir) in work}
-            try:
-                while pending:
-                    finished_now, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in finished_now:
-                        done(pending.pop(f), f.result())
-            except BaseException:
-                for f in pending:
-                    f.cancel()
-                raise
+            _on_executor(pool, work, execute_run, done)
     summaries = _finished_all(runs, out)  # with what other parts finished meanwhile
     _write_table(out / SWEEP_TABLE, runs, summaries)
     return [summaries[r.id] for r in mine]
+
+
+def _on_executor(executor: Any, work: list, execute_run: Callable,
+                 done: Callable[[SweepRun, dict], None]) -> None:
+    """Hand every run of `work` to `executor` (a `concurrent.futures.Executor`: local
+    processes, or MPI ranks through `mpi4py.futures`) and report each as it finishes."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    pending = {executor.submit(execute_run, opt, run_dir): r for r, (opt, run_dir) in work}
+    try:
+        while pending:
+            finished_now, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for f in finished_now:
+                done(pending.pop(f), f.result())
+    except BaseException:
+        for f in pending:
+            f.cancel()
+        raise
 
 
 def _finished_all(runs: Sequence[SweepRun], out: Path) -> dict[str, dict]:

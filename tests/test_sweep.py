@@ -257,3 +257,27 @@ def test_parts_of_a_job_array_share_the_directory_and_the_table(capsys, tmp_path
     for bad in ("3/2", "0/2", "1-2", "a/b"):
         code, _, err = run(capsys, "sweep", str(spec), "--out", str(out), "--part", bad)
         assert code == 2 and "field part: expected I/N" in err, err
+
+
+def test_under_mpiexec_the_ranks_share_the_runs_and_give_the_serial_table(capsys, tmp_path,
+                                                                         spec):
+    """``mpiexec -n 3 cosim sweep``: rank 0 hands the runs to ranks 1-2 (mpi4py.futures);
+    the table and each run's files are the serial sweep's."""
+    import os
+    from pathlib import Path
+
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    assert mpiexec.exists(), "mpiexec comes with the mpich wheel (make install)"
+    assert run(capsys, "sweep", str(spec), "--out", str(tmp_path / "serial"), "--quiet")[0] == 0
+    env = dict(os.environ, COSIM_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([str(mpiexec), "-n", "3", sys.executable, "-m", "cosim", "sweep",
+                           str(spec), "--out", str(tmp_path / "mpi"), "--quiet"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("runs finished") == 1  # rank 0 alone reports
+    serial, mpi = ((tmp_path / d / "sweep.csv").read_text() for d in ("serial", "mpi"))
+    assert serial == mpi
+    for r in table(tmp_path / "serial" / "sweep.csv"):
+        a, b = ((tmp_path / d / "runs" / r["id"] / "jobs.csv").read_bytes()
+                for d in ("serial", "mpi"))
+        assert a == b
