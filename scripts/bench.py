@@ -559,6 +559,15 @@ def _sweep(repeat):
                 assert main(["sweep", str(spec), "--out", str(out), "--quiet", "--jobs",
                              str(jobs)]) == 0
             walls[jobs] = time.perf_counter() - t0
+        import subprocess
+        import sys
+
+        mpiexec = Path(sys.executable).parent / "mpiexec"
+        t0 = time.perf_counter()
+        subprocess.run([str(mpiexec), "-n", "3", sys.executable, "-m", "cosim", "sweep",
+                        str(spec), "--out", str(Path(tmp) / "swmpi"), "--quiet"],
+                       check=True, capture_output=True)
+        walls["mpi"] = time.perf_counter() - t0
         sims = sum(json.loads(p.read_text())["wall_s"] for p in
                    (Path(tmp) / "sw1" / "runs").glob("*/summary.json"))
         t0 = time.perf_counter()
@@ -577,6 +586,8 @@ def _sweep(repeat):
     return [("1 worker: runs/s", 12 / walls[1], "runs/s", None),
             ("2 workers: runs/s", 12 / walls[2], "runs/s", None),
             ("2 workers / 1 worker (wall)", walls[2] / walls[1], "x", None),
+            ("mpiexec -n 3 (2 worker ranks) / 1 worker (wall)", walls["mpi"] / walls[1], "x",
+             None),
             ("1 worker: whole sweep / simulations alone", walls[1] / sims, "x", None),
             ("resume with every run finished (checks all inputs again)", resume, "s", None),
             ("cosim report --group-by batch over the 12 runs", report, "s", None),
