@@ -38,9 +38,10 @@ from cosim.errors import InputError
 from cosim.experiment import RunOptions
 from cosim.output.runfiles import csv_field
 
-__all__ = ["SweepRun", "load_spec", "run_id", "run_sweep", "SWEEP_TABLE"]
+__all__ = ["SweepRun", "load_spec", "run_id", "run_sweep", "SWEEP_TABLE", "SWEEP_H5"]
 
 SWEEP_TABLE = "sweep.csv"
+SWEEP_H5 = "sweep.h5"
 _SECTIONS = ("base", "grid", "zip", "seeds", "repeat")
 _NOT_OPTIONS = frozenset(("out",))  # the sweep decides where each run writes
 _OUTPUT_ONLY = frozenset(("out", "trace", "plots", "chunks"))  # not in a run's id
@@ -280,25 +281,33 @@ def _predicted_cost(r: SweepRun) -> tuple:
 
 
 def _write_table(path: Path, runs: Sequence[SweepRun], summaries: Mapping[str, dict]) -> None:
-    """``sweep.csv``: a row per finished run (spec order): id, the varying options, then
-    every scalar metric of its summary."""
+    """``sweep.csv`` and ``sweep.h5`` (`SWEEP_H5`, beside it): a row per finished run (spec
+    order): id, the varying options, then every scalar metric of its summary."""
+    from cosim.output.hdf5 import write_table
+
     done = [r for r in runs if r.id in summaries]
     keys = list(dict.fromkeys(k for r in runs for k, _ in r.varying))
     metrics = list(dict.fromkeys(k for r in done for k, v in summaries[r.id].items()
                                  if isinstance(v, (int, float, type(None)))
                                  and not isinstance(v, bool) and k != "wall_s"))
+    columns: dict[str, list] = {"id": [r.id for r in done]}
+    for k in keys:
+        columns[k] = [_text(dict(r.varying).get(k)) for r in done]
+    for m in metrics:
+        columns[m] = [summaries[r.id].get(m) for r in done]
     with atomic_open(path) as fh:
-        fh.write(",".join(["id", *keys, *metrics]) + "\n")
-        for r in done:
-            vary = dict(r.varying)
-            s = summaries[r.id]
-            row = [r.id, *(_cell(vary.get(k)) for k in keys), *(_cell(s.get(m)) for m in metrics)]
-            fh.write(",".join(row) + "\n")
+        fh.write(",".join(columns) + "\n")
+        for i in range(len(done)):
+            fh.write(",".join(_cell(col[i]) for col in columns.values()) + "\n")
+    write_table(path.with_name(SWEEP_H5), "sweep", columns)
+
+
+def _text(value: Any) -> Any:
+    """A varying option's value as a table holds it (a mapping as ``k=v`` words)."""
+    if isinstance(value, Mapping):
+        return " ".join(f"{k}={v}" for k, v in value.items())
+    return value
 
 
 def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, Mapping):
-        value = " ".join(f"{k}={v}" for k, v in value.items())
-    return csv_field(str(value))
+    return "" if value is None else csv_field(str(value))

@@ -60,6 +60,14 @@ def test_a_sweep_runs_every_combination_and_tabulates_them(capsys, tmp_path, spe
         assert (d / "jobs.csv").exists() and (d / "results.h5").exists()
     code, stdout, err = run(capsys, "sweep", str(spec), "--out", str(out), "--dry-run")
     assert stdout.count("finished") == 4
+    import h5py  # sweep.h5: the same table, typed columns
+
+    with h5py.File(out / "sweep.h5") as f:
+        g = f["sweep"]
+        assert list(g) == list(rows[0])  # the same columns, in order
+        assert g["id"].asstr()[:].tolist() == [r["id"] for r in rows]
+        assert g["seed"].dtype.kind == "i" and g["seed"][:].tolist() == [0, 1, 0, 1]
+        assert g["mean_wait_s"][:].tolist() == [float(r["mean_wait_s"]) for r in rows]
 
 
 def test_run_ids_follow_the_configuration_not_the_order(tmp_path, spec):

@@ -48,7 +48,7 @@ from cosim.output.tables import (
 
 __all__ = ["JSON_PREFIX", "SCHEMA", "SCHEMA_VERSION", "TABLES", "Table", "append_run",
            "check_run_id", "command_provenance", "decode_attrs", "encode_attrs",
-           "read_provenance", "read_results", "write_results"]
+           "read_provenance", "read_results", "write_results", "write_table"]
 
 SCHEMA = "cosim.results"
 """Value of the root attribute ``schema``: marks a file as cosim results."""
@@ -353,6 +353,34 @@ def write_results(path: str | os.PathLike[str], runs: Sequence[RunTables], *,
         group = f.create_group("runs", track_order=True)
         for run in runs:
             _write_run(group, run, chunks)
+    except BaseException:
+        f.close()
+        raise
+    _save(f, target)
+
+
+def write_table(path: str | os.PathLike[str], name: str,
+                columns: Mapping[str, Sequence[Any]]) -> None:
+    """A table as the group `name` of a new HDF5 file at `path`, atomically: one dataset per
+    column, in order — int64 where every value is an integer, float64 where every value is a
+    number (NaN for a missing one), UTF-8 text otherwise ("" for a missing value)."""
+    target = Path(path)
+    f = _in_memory(target.name)
+    try:
+        f.attrs["schema"] = f"cosim.{name}"
+        f.attrs["schema_version"] = np.int64(1)
+        group = f.create_group(name, track_order=True)
+        for key, values in columns.items():
+            numbers = [v for v in values if v is not None]
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in numbers) \
+                    and len(numbers) == len(values):
+                data = np.array(values, dtype=np.int64)
+            elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+                data = np.array([np.nan if v is None else float(v) for v in values])
+            else:
+                data = np.array(["" if v is None else str(v) for v in values],
+                                dtype=h5py.string_dtype())
+            group.create_dataset(key, data=data)
     except BaseException:
         f.close()
         raise
