@@ -285,7 +285,16 @@ def plan(opt: RunOptions) -> list[RunOptions]:
 #: The options in a default directory's readable part, and those that change nothing the
 #: simulation decides (what is written, where): the others go into its hash (`config_tag`)
 _NAMED = frozenset(("workload", "batch", "priority", "technique", "rca", "malleable"))
-_NOT_RESULTS = frozenset(("out", "trace", "plots", "chunks"))
+#: RunOptions fields that change only what is written and where, never a result
+OUTPUT_ONLY = frozenset(("out", "trace", "plots", "chunks"))
+
+
+def option_text(value: Any) -> Any:
+    """An option's value as a table or a label shows it: a mapping as sorted ``k=v`` words
+    (None when empty), anything else as it is."""
+    if isinstance(value, Mapping):
+        return " ".join(f"{k}={v}" for k, v in sorted(value.items())) or None
+    return value
 
 
 def config_tag(opt: RunOptions) -> str:
@@ -294,7 +303,7 @@ def config_tag(opt: RunOptions) -> str:
     ``""``): two runs that would differ never share a default directory."""
     defaults = RunOptions(workload=opt.workload)
     changed = {f.name: getattr(opt, f.name) for f in fields(RunOptions)
-               if f.name not in _NAMED | _NOT_RESULTS
+               if f.name not in _NAMED | OUTPUT_ONLY
                and getattr(opt, f.name) != getattr(defaults, f.name)}
     if not changed:
         return ""

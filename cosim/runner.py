@@ -20,7 +20,6 @@ order, so the order of the input never matters; ids must be unique.
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -263,8 +262,8 @@ def run_rounds(order: Sequence[Job], sched: BatchScheduler, group: AlsGroup,
         if not sched.idle:
             raise ProtocolError("simulation ended with jobs still queued or running")
         totals = group.finish()
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the ALS ranks end the same way
-        group.close(interrupted=getattr(exc, "signum", signal.SIGINT))
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the ALS ranks stop without a next run
+        group.close(interrupted=True)
         raise
     finally:
         group.close()

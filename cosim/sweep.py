@@ -35,7 +35,7 @@ from typing import Any
 from cosim.config import coerce, read_toml
 from cosim.core.files import atomic_open
 from cosim.errors import InputError
-from cosim.experiment import RunOptions
+from cosim.experiment import OUTPUT_ONLY, RunOptions, option_text
 from cosim.output.runfiles import csv_field
 
 __all__ = ["SweepRun", "load_spec", "run_id", "run_sweep", "SWEEP_TABLE", "SWEEP_H5"]
@@ -44,7 +44,6 @@ SWEEP_TABLE = "sweep.csv"
 SWEEP_H5 = "sweep.h5"
 _SECTIONS = ("base", "grid", "zip", "seeds", "repeat")
 _NOT_OPTIONS = frozenset(("out",))  # the sweep decides where each run writes
-_OUTPUT_ONLY = frozenset(("out", "trace", "plots", "chunks"))  # not in a run's id
 _MAPPINGS = frozenset(("technique_params", "app_overrides", "malleable_params"))
 
 
@@ -60,7 +59,7 @@ class SweepRun:
 def run_id(opt: RunOptions) -> str:
     """12 hex digits of a SHA-256 of every option of `opt` that changes results."""
     config = {f.name: _plain(getattr(opt, f.name)) for f in dataclasses.fields(RunOptions)
-              if f.name not in _OUTPUT_ONLY}
+              if f.name not in OUTPUT_ONLY}
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -292,7 +291,7 @@ def _write_table(path: Path, runs: Sequence[SweepRun], summaries: Mapping[str, d
                                  and not isinstance(v, bool) and k != "wall_s"))
     columns: dict[str, list] = {"id": [r.id for r in done]}
     for k in keys:
-        columns[k] = [_text(dict(r.varying).get(k)) for r in done]
+        columns[k] = [option_text(dict(r.varying).get(k)) for r in done]
     for m in metrics:
         columns[m] = [summaries[r.id].get(m) for r in done]
     with atomic_open(path) as fh:
@@ -300,13 +299,6 @@ def _write_table(path: Path, runs: Sequence[SweepRun], summaries: Mapping[str, d
         for i in range(len(done)):
             fh.write(",".join(_cell(col[i]) for col in columns.values()) + "\n")
     write_table(path.with_name(SWEEP_H5), "sweep", columns)
-
-
-def _text(value: Any) -> Any:
-    """A varying option's value as a table holds it (a mapping as ``k=v`` words)."""
-    if isinstance(value, Mapping):
-        return " ".join(f"{k}={v}" for k, v in value.items())
-    return value
 
 
 def _cell(value: Any) -> str:

@@ -160,8 +160,7 @@ def test_sigterm_takes_the_interrupt_path_and_leaves_no_completion_marker(tmp_pa
     finally:
         if proc.poll() is None:
             proc.kill()
-    if code == 0:
-        pytest.skip("the run ended before the signal arrived (a very fast machine)")
+    # (the signal comes as the first of two simulations starts: the run cannot be over)
     assert code == 128 + signal.SIGTERM, rest
     assert rest.count("cosim: interrupted") == 1 and "Traceback" not in rest
     assert not list(tmp_path.rglob("*.tmp")) and not list(tmp_path.rglob(".*.tmp*"))

@@ -9,7 +9,6 @@ on a numeric axis, others as categories in first-seen order.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,15 +16,16 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from cosim.errors import InputError
+from cosim.experiment import option_text
 from cosim.output.plots import save_png
+from cosim.output.report import mean_sd
 from cosim.output.tables import RunTables
 
 __all__ = ["plot_metric", "metric_points"]
 
 
 def _key_value(run: RunTables, key: str):
-    v = run.config.get(key)
-    return " ".join(f"{k}={x}" for k, x in sorted(v.items())) if isinstance(v, dict) else v
+    return option_text(run.config.get(key))
 
 
 def metric_points(runs: Sequence[RunTables], *, x: str, y: str, hue: str | None = None
@@ -58,10 +58,7 @@ def metric_points(runs: Sequence[RunTables], *, x: str, y: str, hue: str | None 
         for xv in xs:
             vs = groups.get((repr(hv), repr(xv)))
             if vs:
-                m = sum(vs) / len(vs)
-                sd = math.sqrt(sum((v - m) ** 2 for v in vs) / (len(vs) - 1)) \
-                    if len(vs) > 1 else 0.0
-                points.append((xv, m, sd, len(vs)))
+                points.append((xv, *mean_sd(vs), len(vs)))
         lines[hv] = points
     return xs, lines
 

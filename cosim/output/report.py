@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+from cosim.experiment import OUTPUT_ONLY, option_text
 from cosim.output.metrics import summary
 from cosim.output.tables import RunTables
 
 __all__ = ["CSV_METRICS", "TABLE_COLUMNS", "Column", "report_csv", "report_table",
-           "varying_config", "report_groups"]
+           "varying_config", "report_groups", "mean_sd"]
 
 # taken from summary itself so that a metric added there gets its place here too
 CSV_METRICS: tuple[str, ...] = tuple(summary((), 1))
@@ -104,12 +105,15 @@ def _with_config(config: Sequence[str]) -> tuple[Column, ...]:
 
 
 def _config_text(key: str) -> Callable[[RunTables], Any]:
-    def get(run: RunTables) -> Any:
-        v = run.config.get(key)
-        if isinstance(v, dict):
-            return " ".join(f"{k}={x}" for k, x in sorted(v.items())) or None
-        return v
-    return get
+    return lambda run: option_text(run.config.get(key))
+
+
+def mean_sd(xs: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single value) of a non-empty sequence."""
+    mean = sum(xs) / len(xs)
+    if len(xs) == 1:
+        return mean, 0.0
+    return mean, math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
 
 
 def _aligned(rows: list[list[str]], columns: Sequence[Column]) -> str:
@@ -122,15 +126,11 @@ def _aligned(rows: list[list[str]], columns: Sequence[Column]) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: Configuration keys that never tell results apart (where files went, what was written)
-_NOT_RESULTS = frozenset(("out", "trace", "plots", "chunks"))
-
-
 def varying_config(runs: Sequence[RunTables]) -> list[str]:
     """The configuration keys whose values differ between `runs` (first-seen order), but
     those the report always shows and those that change only what was written."""
     keys = list(dict.fromkeys(k for r in runs for k in r.config))
-    shown = set(_ID_COLUMNS) | _NOT_RESULTS
+    shown = set(_ID_COLUMNS) | OUTPUT_ONLY
     return [k for k in keys if k not in shown
             and len({repr(_config_text(k)(r)) for r in runs}) > 1]
 
@@ -151,13 +151,7 @@ def report_groups(runs: Sequence[RunTables], by: Sequence[str], *, as_csv: bool 
         for c in metrics:
             xs = [float(v) for v in (c.value(r) for r in members)
                   if isinstance(v, (int, float)) and not isinstance(v, bool)]
-            if not xs:
-                row.append((None, None))
-                continue
-            mean = sum(xs) / len(xs)
-            sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 \
-                else 0.0
-            row.append((mean, sd))
+            row.append(mean_sd(xs) if xs else (None, None))
         stats.append((members, row))
     keys = [[_config_text(k)(members[0]) for k in by] for members, _ in stats]
     if as_csv:
@@ -179,7 +173,6 @@ def report_groups(runs: Sequence[RunTables], by: Sequence[str], *, as_csv: bool 
             cells.append("-" if mean is None else f"{format(mean, fmt)} ± {format(sd, fmt)}")
         rows.append(cells)
     return _aligned(rows, columns)
-
 
 
 def _scalar(v: Any) -> bool:

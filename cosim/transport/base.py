@@ -46,7 +46,7 @@ class RoundMessage:
     grant: int = 0
     commands: tuple[Command, ...] = ()
     version: int = PROTOCOL_VERSION
-    interrupted: int = 0  # a stop because rank 0 got this signal: the rank ends as it does
+    interrupted: bool = False  # a stop of a run rank 0 ended on an interrupt: no next run
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,7 +113,7 @@ class AlsGroup(Protocol):
         """Collect the results once every job has ended."""
         ...
 
-    def close(self, interrupted: int = 0) -> None:
-        """Stop every endpoint (also after an error; `interrupted`: the number of the signal
-        that interrupted the run, which the endpoints then share); idempotent."""
+    def close(self, interrupted: bool = False) -> None:
+        """Stop every endpoint (also after an error; `interrupted`: by Ctrl-C or SIGTERM);
+        idempotent."""
         ...

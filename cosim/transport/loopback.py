@@ -54,5 +54,5 @@ class LocalAls:
     def finish(self) -> AlsTotals:
         return merge_totals([ep.totals() for ep in self.endpoints.values()], {0: self._wall})
 
-    def close(self, interrupted: int = 0) -> None:
+    def close(self, interrupted: bool = False) -> None:
         pass

@@ -124,12 +124,11 @@ class MpiAls:
         parts = [ep.totals() for ep in self.local.values()] + list(totals[1:])
         return merge_totals(parts, wall)
 
-    def _receive_all(self, deadline: float | None = None) -> list:
-        """One message from every ALS rank (index = rank; index 0 unused); with a
-        `deadline` (`time.monotonic`), those that came by then."""
+    def _receive_all(self) -> list:
+        """One message from every ALS rank (index = rank; index 0 unused)."""
         out: list = [None] * self.comm.size
         waiting = list(range(1, self.comm.size))
-        while waiting and (deadline is None or time.monotonic() < deadline):
+        while waiting:
             for r in list(waiting):
                 if self.comm.Iprobe(source=r, tag=TAG_UP):
                     out[r] = self.comm.recv(source=r, tag=TAG_UP)
@@ -144,12 +143,11 @@ class MpiAls:
             self.comm.send(RoundMessage(kind=Kind.STOP), dest=r, tag=TAG_DOWN)
         return self._receive_all()
 
-    def close(self, interrupted: int = 0) -> None:
+    def close(self, interrupted: bool = False) -> None:
         """End a run that failed or was interrupted (`finish` ends the others): every ALS
-        rank still serving is told to stop (and that the run was interrupted, so that it
-        ends as rank 0 does: the launcher then sees one exit status), and the answers are
-        awaited `SHUTDOWN_S` at most — an interrupted rank has left already, and no wait may
-        hang a Ctrl-C."""
+        rank still serving is told to stop (and, `interrupted`, not to wait for a next run),
+        and their last messages are awaited `SHUTDOWN_S` at most — an interrupted rank may
+        have left already, and no wait may hang a Ctrl-C."""
         if not self._closed:
             self._closed = True
             for r in range(1, self.comm.size):
@@ -182,23 +180,21 @@ def serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint]) -> None:
         _serve(comm, make_apps)
     except KeyboardInterrupt:
         comm.send(Reply(error="KeyboardInterrupt: interrupted"), dest=0, tag=TAG_UP)
-        # rank 0 answers with a stop: taken, so that no message is left for MPI_Finalize
-        _drain(comm, until_stop=True, deadline=time.monotonic() + SHUTDOWN_S)
+        _await_stop(comm, deadline=time.monotonic() + SHUTDOWN_S)
         raise
 
 
-def _drain(comm: MPI.Comm, *, until_stop: bool, deadline: float) -> None:
-    """Receive what is pending for this rank (and, `until_stop`, wait for rank 0's stop)."""
+def _await_stop(comm: MPI.Comm, deadline: float) -> None:
+    """Receive everything rank 0 sends until its stop (or `deadline`): no message is then
+    left unmatched for MPI_Finalize."""
     status = MPI.Status()
     while time.monotonic() < deadline:
-        if comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
-            msg = comm.recv(source=status.Get_source(), tag=status.Get_tag())
-            if until_stop and isinstance(msg, RoundMessage) and msg.kind == Kind.STOP:
-                until_stop = False
-        elif not until_stop:
-            return
-        else:
+        if not comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
             os.sched_yield()
+            continue
+        msg = comm.recv(source=status.Get_source(), tag=status.Get_tag())
+        if isinstance(msg, RoundMessage) and msg.kind == Kind.STOP:
+            return
 
 
 class StoppedByInterrupt(Exception):
@@ -239,7 +235,7 @@ def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint]) -> None:
                     pass
             comm.send(totals, dest=0, tag=TAG_UP)
             if msg.interrupted:
-                raise StoppedByInterrupt(msg.interrupted)
+                raise StoppedByInterrupt()
             return
         if error is not None:
             comm.send(Reply(error=error), dest=0, tag=TAG_UP)
