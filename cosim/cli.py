@@ -182,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--part", metavar="I/N",
                        help="run only runs I, I+N, I+2N, ... (a job array's share, e.g. "
                        "$SLURM_ARRAY_TASK_ID/8); the table lists every finished run")
+    sweep.add_argument("--ranks-per-run", type=int, default=1, metavar="R",
+                       help="under mpiexec -n 1+G*R: each run is a co-simulation over a group "
+                       "of R ranks (the batch level on one, apps on the others), G runs at "
+                       "once (default 1)")
+    sweep.add_argument("--rank0-apps", action="store_true",
+                       help="with --ranks-per-run: a group's first rank simulates apps too")
     sweep.add_argument("--quiet", action="store_true", help="no progress line")
     sweep.set_defaults(handler=_cmd_sweep)
 
@@ -451,10 +457,13 @@ def _run_and_write(args: argparse.Namespace, runs: list, outs: list[Path], comm:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from cosim.experiment import prepare
-    from cosim.sweep import SWEEP_TABLE, execute_run, finished, load_spec, run_sweep
+    from cosim.sweep import (
+        SWEEP_TABLE, execute_run, finished, load_spec, run_sweep, serve_run,
+    )
 
-    if args.jobs < 1:
-        raise InputError(f"must be at least 1, got {args.jobs}", field="jobs")
+    for field, value in (("jobs", args.jobs), ("ranks-per-run", args.ranks_per_run)):
+        if value < 1:
+            raise InputError(f"must be at least 1, got {value}", field=field)
     part = None
     if args.part is not None:
         m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", args.part)
@@ -490,21 +499,31 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
               f"~{left:,.0f} s left ", end="" if done < total else "\n", file=sys.stderr,
               flush=True)
 
-    run = functools.partial(execute_run, argv=["cosim", *sys.argv[1:]])
+    run = functools.partial(execute_run, argv=["cosim", *sys.argv[1:]],
+                            rank0_apps=args.rank0_apps)
     # a part holds its own lock: the parts of a job array share the directory
     lock = out if part is None else out / "parts" / f"{part[0]}-of-{part[1]}"
     comm, rank = _world()
     if comm is not None and comm.size > 1:
-        # under mpiexec: rank 0 hands the runs to the other ranks (mpi4py.futures), each
-        # simulating one run at a time in its process
-        from mpi4py.futures import MPICommExecutor
+        # under mpiexec: rank 0 hands the runs to groups of R ranks (mpi4py.futures), each
+        # group simulating one run at a time
+        from cosim.transport.sweep_ranks import layout_problem, sweep_on_ranks
 
-        with MPICommExecutor(comm, root=0) as executor:
-            if executor is None:
-                return 0  # a worker rank: it served until rank 0 was done
+        problem = layout_problem(comm.size, args.ranks_per_run)
+        if problem is not None:
+            raise InputError(problem, field="ranks-per-run")
+
+        def on_ranks(executor: Any, run_there: Any) -> list[dict]:
             with hold_dir(lock):
-                mine = run_sweep(runs, out, part=part, progress=progress, execute_run=run,
-                                 executor=executor)
+                return run_sweep(runs, out, part=part, progress=progress,
+                                 execute_run=run_there, executor=executor)
+
+        mine = sweep_on_ranks(comm, args.ranks_per_run, on_ranks, run, serve_run)
+        if mine is None:
+            return 0  # a rank of a group: it served until rank 0 was done
+    elif args.ranks_per_run > 1:
+        raise InputError(f"{args.ranks_per_run} ranks per run need mpiexec -n "
+                         f"{1 + args.ranks_per_run} or more", field="ranks-per-run")
     else:
         with hold_dir(lock):
             mine = run_sweep(runs, out, jobs=args.jobs, part=part, progress=progress,

@@ -174,16 +174,27 @@ def finished(run_dir: Path, rid: str) -> dict | None:
     return summary if config.get("id") == rid else None
 
 
-def execute_run(opt: RunOptions, run_dir: Path, argv: Sequence[str] = ()) -> dict:
+def execute_run(opt: RunOptions, run_dir: Path, argv: Sequence[str] = (), *,
+                comm: Any = None, rank0_apps: bool = False) -> dict:
     """Prepare, simulate and write one run into `run_dir` (summary.json last); its summary.
-    A module-level function: worker processes (``--jobs N``) run it."""
+    A module-level function: worker processes (``--jobs N``) run it. `comm`: the run's MPI
+    group (``--ranks-per-run``), whose other ranks run `serve_run`; `rank0_apps`: this rank
+    simulates apps too."""
     from cosim.experiment import execute, prepare, write_outputs
     from cosim.output.runfiles import write_summary
 
-    record = execute(prepare(opt))
+    record = execute(prepare(opt), comm=comm, rank0_apps=rank0_apps)
     write_outputs(record, run_dir, run_id=run_dir.name, argv=list(argv), summary=False)
     write_summary(run_dir / "summary.json", record.summary)
     return record.summary
+
+
+def serve_run(opt: RunOptions, comm: Any) -> None:
+    """The part of a run's other ranks in its MPI group (``--ranks-per-run``): simulate the
+    apps its first rank sends (`execute_run` with `comm` there)."""
+    from cosim.experiment import prepare, serve_als
+
+    serve_als(prepare(opt), comm)
 
 
 def run_sweep(runs: Sequence[SweepRun], out: Path, *,

@@ -594,6 +594,44 @@ def _sweep(repeat):
             ("cosim plot --x priority --y mean_wait_s --hue batch", figure, "s", None)]
 
 
+@bench("sweep: 8 co-simulated runs (ESP-Mandelbrot, 16 hosts, SS/AF x RCA off/yield x 2 "
+       "seeds): serial, 2 worker ranks, one group of 2 ranks per run")
+def _sweep_groups(repeat):
+    import contextlib
+    import io
+    import subprocess
+    import sys
+
+    from cosim.cli import main
+
+    rows, walls = [], {}
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    with tempfile.TemporaryDirectory() as tmp:
+        esp = Path(tmp) / "esp16.swf"
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["workload", "esp", "--app", "mandelbrot", "--hosts", "16", "--seed",
+                         "2", "-o", str(esp)]) == 0
+        spec = Path(tmp) / "spec.toml"
+        spec.write_text(f'seeds = [0, 1]\n[base]\nworkload = "{esp}"\nhosts = 16\n'
+                        'app_overrides = {width = "48"}\n'
+                        '[grid]\ntechnique = ["SS", "AF"]\nrca = ["off", "yield"]\n')
+        for label, launch in (("serial (1 process)", []),
+                              ("mpiexec -n 3: 2 worker ranks, a run each", ["-n", "3"]),
+                              ("mpiexec -n 3 --ranks-per-run 2 --rank0-apps: a run over 2 ranks",
+                               ["-n", "3", "R"])):
+            extra = ["--ranks-per-run", "2", "--rank0-apps"] if "R" in launch else []
+            cmd = ([str(mpiexec), *launch[:2]] if launch else []) + [
+                sys.executable, "-m", "cosim", "sweep", str(spec), "--out",
+                str(Path(tmp) / f"sw{len(walls)}"), "--quiet", *extra]
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            walls[label] = time.perf_counter() - t0
+        serial = walls["serial (1 process)"]
+        for label, wall in walls.items():
+            rows.append((f"{label}: wall (/ serial {wall / serial:.2f})", wall, "s", None))
+    return rows
+
+
 @bench("platform: load ib256 and compute 256x256 message times")
 def _plat(repeat):
     def once():

@@ -4,6 +4,7 @@ and resuming a sweep that was killed without repeating a finished run."""
 from __future__ import annotations
 
 import csv
+import json
 import signal
 import subprocess
 import sys
@@ -289,3 +290,98 @@ def test_under_mpiexec_the_ranks_share_the_runs_and_give_the_serial_table(capsys
         a, b = ((tmp_path / d / "runs" / r["id"] / "jobs.csv").read_bytes()
                 for d in ("serial", "mpi"))
         assert a == b
+
+
+@pytest.fixture
+def coupled_spec(tmp_path):
+    """8 co-simulated runs (ESP-Mandelbrot on 16 hosts): 2 techniques x 2 RCA x 2 seeds."""
+    esp = tmp_path / "esp16.swf"
+    assert main(["workload", "esp", "--app", "mandelbrot", "--hosts", "16", "--seed", "2",
+                 "-o", str(esp)]) == 0
+    path = tmp_path / "coupled.toml"
+    path.write_text(f'seeds = [0, 1]\n[base]\nworkload = "{esp}"\nhosts = 16\n'
+                    'app_overrides = {width = "48"}\n'
+                    '[grid]\ntechnique = ["GSS", "AF"]\nrca = ["off", "yield"]\n')
+    return path
+
+
+def _mpi_sweep(tmp_path, spec, out, *args, popen=False):
+    import os
+    from pathlib import Path
+
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    assert mpiexec.exists(), "mpiexec comes with the mpich wheel (make install)"
+    cmd = [str(mpiexec), "-n", "3", sys.executable, "-m", "cosim", "sweep", str(spec),
+           "--out", str(out), "--quiet", *args]
+    env = dict(os.environ, COSIM_CACHE_DIR=str(tmp_path / "cache"))
+    if popen:
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_groups_of_ranks_co_simulate_each_run_and_give_the_serial_table(capsys, tmp_path,
+                                                                       coupled_spec):
+    """``mpiexec -n 3 cosim sweep --ranks-per-run 2``: one group of ranks 1-2 simulates every
+    run over 2 ranks (the batch level on rank 1, the apps on rank 2); the table and each run's
+    files are the serial sweep's."""
+    serial, groups = tmp_path / "serial", tmp_path / "groups"
+    assert run(capsys, "sweep", str(coupled_spec), "--out", str(serial), "--quiet")[0] == 0
+    proc = _mpi_sweep(tmp_path, coupled_spec, groups, "--ranks-per-run", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("runs finished") == 1
+    assert (serial / "sweep.csv").read_text() == (groups / "sweep.csv").read_text()
+    rows = table(serial / "sweep.csv")
+    assert len(rows) == 8
+    for r in rows:
+        a, b = ((d / "runs" / r["id"]).resolve() for d in (serial, groups))
+        assert (a / "jobs.csv").read_bytes() == (b / "jobs.csv").read_bytes()
+        stats = [json.loads((d / "summary.json").read_text())["stats"] for d in (a, b)]
+        assert [s["ranks"] for s in stats] == [1, 2]  # really co-simulated over the group
+        assert stats[0]["chunk_events"] == stats[1]["chunk_events"] > 0
+
+
+def test_the_layout_of_ranks_per_run_is_checked(capsys, tmp_path, spec):
+    from cosim.transport.sweep_ranks import layout_problem
+
+    assert layout_problem(3, 2) is None and layout_problem(7, 3) is None
+    assert layout_problem(2, 1) is None and layout_problem(9, 4) is None
+    assert "mpiexec -n 3, 5, 7" in layout_problem(4, 2)
+    assert layout_problem(2, 2) and layout_problem(3, 0)
+    code, _, err = run(capsys, "sweep", str(spec), "--out", str(tmp_path / "x"),
+                       "--ranks-per-run", "2")
+    assert code == 2 and "field ranks-per-run: 2 ranks per run need mpiexec -n 3" in err
+    code, _, err = run(capsys, "sweep", str(spec), "--out", str(tmp_path / "x"),
+                       "--ranks-per-run", "0")
+    assert code == 2 and "field ranks-per-run: must be at least 1" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_ctrl_c_stops_a_sweep_under_mpiexec_and_the_same_command_finishes_it(tmp_path,
+                                                                            coupled_spec):
+    """Ctrl-C to ``mpiexec -n 3 cosim sweep --ranks-per-run 2`` (mpiexec passes SIGINT to
+    every rank) while runs are going: every rank stops promptly (exit 130, one message),
+    the finished runs stay, and the same command finishes the rest without repeating one."""
+    out = tmp_path / "sw"
+    proc = _mpi_sweep(tmp_path, coupled_spec, out, "--ranks-per-run", "2", popen=True)
+    try:
+        t0 = time.monotonic()
+        while not ((out / "sweep.csv").exists() and len(table(out / "sweep.csv")) >= 1):
+            assert proc.poll() is None and time.monotonic() - t0 < 120, proc.stderr.read()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err.count("cosim: interrupted") == 1 and "Traceback" not in err, err
+    done = {r["id"]: (out / "runs" / r["id"] / "summary.json").stat().st_mtime_ns
+            for r in table(out / "sweep.csv")}
+    assert 1 <= len(done) < 8
+    again = _mpi_sweep(tmp_path, coupled_spec, out, "--ranks-per-run", "2")
+    assert again.returncode == 0, again.stderr
+    rows = table(out / "sweep.csv")
+    assert len(rows) == 8 and len({r["id"] for r in rows}) == 8
+    assert all((out / "runs" / k / "summary.json").stat().st_mtime_ns == t
+               for k, t in done.items())

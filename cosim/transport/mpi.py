@@ -1,6 +1,6 @@
 """The MPI transport: the batch level on rank 0, simulated apps spread over ranks 1..K-1.
 
-This is the only module that imports mpi4py. After a collective handshake, a round is one
+With `sweep_ranks`, the only module that imports mpi4py. After a collective handshake, a round is one
 point-to-point `RoundMessage` from rank 0 to every ALS rank (grant + the commands routed to it,
 tag `TAG_DOWN`) and one `Reply` back (tag `TAG_UP`). Between rounds an ALS rank does not block:
 it runs its apps ahead (`AppSimulator.speculate`, a bounded number of chunks at a time) and
