@@ -456,10 +456,8 @@ def _run_and_write(args: argparse.Namespace, runs: list, outs: list[Path], comm:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from cosim.experiment import prepare
-    from cosim.sweep import (
-        SWEEP_TABLE, execute_run, finished, load_spec, run_sweep, serve_run,
-    )
+    from cosim.experiment import prepare, serve_als
+    from cosim.sweep import SWEEP_TABLE, execute_run, finished, load_spec, run_sweep
 
     for field, value in (("jobs", args.jobs), ("ranks-per-run", args.ranks_per_run)):
         if value < 1:
@@ -518,7 +516,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                 return run_sweep(runs, out, part=part, progress=progress,
                                  execute_run=run_there, executor=executor)
 
-        mine = sweep_on_ranks(comm, args.ranks_per_run, on_ranks, run, serve_run)
+        mine = sweep_on_ranks(comm, args.ranks_per_run, on_ranks, run, prepare, serve_als)
         if mine is None:
             return 0  # a rank of a group: it served until rank 0 was done
     elif args.ranks_per_run > 1:

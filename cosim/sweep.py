@@ -57,9 +57,13 @@ class SweepRun:
 
 
 def run_id(opt: RunOptions) -> str:
-    """12 hex digits of a SHA-256 of every option of `opt` that changes results."""
+    """12 hex digits of a SHA-256 of the workload and every other option of `opt` that
+    changes results and differs from its default: an option added to cosim later (with a
+    default that keeps today's behaviour) leaves every id, so a sweep resumes across it."""
+    defaults = RunOptions(workload=opt.workload)
     config = {f.name: _plain(getattr(opt, f.name)) for f in dataclasses.fields(RunOptions)
-              if f.name not in OUTPUT_ONLY}
+              if f.name not in OUTPUT_ONLY and (f.name == "workload" or getattr(
+                  opt, f.name) != getattr(defaults, f.name))}
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -178,8 +182,8 @@ def execute_run(opt: RunOptions, run_dir: Path, argv: Sequence[str] = (), *,
                 comm: Any = None, rank0_apps: bool = False) -> dict:
     """Prepare, simulate and write one run into `run_dir` (summary.json last); its summary.
     A module-level function: worker processes (``--jobs N``) run it. `comm`: the run's MPI
-    group (``--ranks-per-run``), whose other ranks run `serve_run`; `rank0_apps`: this rank
-    simulates apps too."""
+    group (``--ranks-per-run``), whose other ranks serve it (`cosim.experiment.serve_als`);
+    `rank0_apps`: this rank simulates apps too."""
     from cosim.experiment import execute, prepare, write_outputs
     from cosim.output.runfiles import write_summary
 
@@ -187,14 +191,6 @@ def execute_run(opt: RunOptions, run_dir: Path, argv: Sequence[str] = (), *,
     write_outputs(record, run_dir, run_id=run_dir.name, argv=list(argv), summary=False)
     write_summary(run_dir / "summary.json", record.summary)
     return record.summary
-
-
-def serve_run(opt: RunOptions, comm: Any) -> None:
-    """The part of a run's other ranks in its MPI group (``--ranks-per-run``): simulate the
-    apps its first rank sends (`execute_run` with `comm` there)."""
-    from cosim.experiment import prepare, serve_als
-
-    serve_als(prepare(opt), comm)
 
 
 def run_sweep(runs: Sequence[SweepRun], out: Path, *,

@@ -80,6 +80,21 @@ def test_run_ids_follow_the_configuration_not_the_order(tmp_path, spec):
     assert set(ids) < set(again) and all(again[k] == v for k, v in ids.items())
 
 
+def test_a_run_id_hashes_only_the_options_off_their_defaults():
+    """An option at its default is not in the id: a sweep resumes across a cosim version that
+    adds an option (with a default that keeps the old behaviour)."""
+    import hashlib
+
+    from cosim.experiment import RunOptions
+    from cosim.sweep import run_id
+
+    plain = RunOptions(workload="w.swf")
+    assert run_id(plain) == hashlib.sha256(b'{"workload": "w.swf"}').hexdigest()[:12]
+    assert run_id(RunOptions(workload="w.swf", batch="easy", seed=0)) == run_id(plain)
+    assert run_id(RunOptions(workload="w.swf", seed=1)) != run_id(plain)
+    assert run_id(RunOptions(workload="w.swf", out="elsewhere")) == run_id(plain)
+
+
 def test_resume_redoes_only_missing_or_incomplete_runs(capsys, tmp_path, spec):
     out = tmp_path / "sw"
     assert run(capsys, "sweep", str(spec), "--out", str(out), "--quiet")[0] == 0

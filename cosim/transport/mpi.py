@@ -1,8 +1,9 @@
 """The MPI transport: the batch level on rank 0, simulated apps spread over ranks 1..K-1.
 
-With `sweep_ranks`, the only module that imports mpi4py. After a collective handshake, a round is one
-point-to-point `RoundMessage` from rank 0 to every ALS rank (grant + the commands routed to it,
-tag `TAG_DOWN`) and one `Reply` back (tag `TAG_UP`). Between rounds an ALS rank does not block:
+With `sweep_ranks`, the only module that imports mpi4py. After a handshake (a hello each way,
+point to point and polled), a round is one point-to-point `RoundMessage` from rank 0 to every
+ALS rank (grant + the commands routed to it, tag `TAG_DOWN`) and one `Reply` back (tag
+`TAG_UP`). Between rounds an ALS rank does not block:
 it runs its apps ahead (`AppSimulator.speculate`, a bounded number of chunks at a time) and
 checks for rank 0's next message in between, so the ranks simulate their apps in parallel
 while the protocol stays exact (speculation only finds facts earlier; they are reported when a
@@ -76,9 +77,21 @@ class MpiAls:
         self._closed = False
         self._where: dict[int, int] = {}
         self._wall = 0.0
-        comm.bcast(RoundMessage(kind=Kind.HELLO), root=0)
-        for rank, reply in enumerate(comm.gather(Reply(), root=0)):
-            if rank and reply.version != PROTOCOL_VERSION:
+        self._gone: set[int] = set()  # ranks whose last message is in (they were interrupted)
+        # point to point and polled, not a collective: a Ctrl-C is raised here at once, and a
+        # rank interrupted before it answers says so instead of leaving a collective hanging
+        for r in range(1, comm.size):
+            comm.send(RoundMessage(kind=Kind.HELLO), dest=r, tag=TAG_DOWN)
+        try:
+            replies = self._receive_all()
+            for rank, reply in enumerate(replies[1:], start=1):
+                if reply.error is not None:
+                    self._failed(rank, reply.error)
+        except KeyboardInterrupt:  # this rank's, or an ALS rank's: the others must stop too
+            self.close(interrupted=True)
+            raise
+        for rank, reply in enumerate(replies[1:], start=1):
+            if reply.version != PROTOCOL_VERSION:
                 self.close()
                 raise ProtocolError(f"ALS rank {rank} speaks protocol {reply.version}, "
                                     f"rank 0 speaks {PROTOCOL_VERSION}")
@@ -105,7 +118,7 @@ class MpiAls:
             raise local_error
         for rank, reply in enumerate(replies[1:], start=1):
             if reply.error is not None:
-                _raise(rank, reply.error)
+                self._failed(rank, reply.error)
             own.append(list(reply.facts))
             promises.append(reply.promise)
         facts = merge_facts(own)
@@ -123,6 +136,13 @@ class MpiAls:
             wall[rank] = t.wall_s.get(rank, 0.0)
         parts = [ep.totals() for ep in self.local.values()] + list(totals[1:])
         return merge_totals(parts, wall)
+
+    def _failed(self, rank: int, error: str) -> None:
+        """An ALS rank answered with an error: raise it (an interrupted rank has sent its
+        last message: `close` does not wait for another)."""
+        if error.startswith("KeyboardInterrupt"):
+            self._gone.add(rank)
+        _raise(rank, error)
 
     def _receive_all(self) -> list:
         """One message from every ALS rank (index = rank; index 0 unused)."""
@@ -159,7 +179,7 @@ class MpiAls:
         """Receive, until `deadline`, every ALS rank's messages up to its last one (its
         totals, or the notice that it was interrupted): a message left unreceived would be an
         error at MPI_Finalize."""
-        waiting = set(range(1, self.comm.size))
+        waiting = set(range(1, self.comm.size)) - self._gone
         status = MPI.Status()
         while waiting and time.monotonic() < deadline:
             if not self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_UP, status=status):
@@ -203,8 +223,10 @@ class StoppedByInterrupt(Exception):
 
 
 def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint]) -> None:
-    hello = comm.bcast(None, root=0)
-    comm.gather(Reply(version=PROTOCOL_VERSION), root=0)
+    while not comm.Iprobe(source=0, tag=TAG_DOWN):
+        os.sched_yield()
+    hello = comm.recv(source=0, tag=TAG_DOWN)
+    comm.send(Reply(version=PROTOCOL_VERSION), dest=0, tag=TAG_UP)
     if hello.version != PROTOCOL_VERSION:
         error = f"ProtocolError: protocol {hello.version} asked, rank speaks {PROTOCOL_VERSION}"
     else:

@@ -17,8 +17,10 @@ and send their groups the stop (``None``).
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,9 +31,55 @@ __all__ = ["layout_problem", "sweep_on_ranks"]
 
 T = TypeVar("T")
 TAG_RUN = 11  # leader -> the rest of its group: the next run's options, or None to stop
-#: How long a waiting group member sleeps between probes for its leader's next run
+TAG_READY = 12  # group member -> leader: True, ready for the run sent; False, it left
+#: How long a waiting rank sleeps between probes (a member for its next run, a leader for
+#: its members' answers)
 IDLE_S = 0.002
-_LEADING: list[MPI.Comm] = []
+
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@dataclass
+class _Lead:
+    """A leader while it serves: its group, whether a run of it was interrupted, and the
+    signal handlers that raise (Ctrl-C, SIGTERM), which it holds back while idle.
+
+    Idle in mpi4py.futures' worker loop, a leader must not leave on a signal: rank 0 stops
+    its executor with a synchronous send to every worker, which would wait forever for one
+    that left. So while idle a signal is only noted (`pending`); it is raised when the next
+    run is handed over (which then fails at once: rank 0 stops) or when the worker loop ends.
+    During a run the raising handlers are in place: a run stops at once.
+    """
+
+    group: MPI.Comm
+    handlers: dict[int, Any]
+    interrupted: bool = False
+    pending: int | None = None  # a signal that came while idle
+    left: set[int] = field(default_factory=set)  # members that said they left
+
+    def note(self, signum: int, frame: object) -> None:
+        if self.pending is None:
+            self.pending = signum
+
+    def hold(self) -> None:
+        for sig in _SIGNALS:
+            signal.signal(sig, self.note)
+
+    def release(self) -> None:
+        for sig, handler in self.handlers.items():
+            signal.signal(sig, handler)
+
+    def raise_pending(self) -> None:
+        """Raise the noted signal as its handler would (KeyboardInterrupt by default)."""
+        if self.pending is not None:
+            handler = self.handlers.get(self.pending)
+            if callable(handler):
+                handler(self.pending, None)
+            raise KeyboardInterrupt
+
+
+_LEADING: list[_Lead] = []
 
 
 def layout_problem(size: int, per_run: int) -> str | None:
@@ -40,18 +88,19 @@ def layout_problem(size: int, per_run: int) -> str | None:
         return f"must be at least 1, got {per_run}"
     if size < 1 + per_run or (size - 1) % per_run:
         return (f"{size} MPI ranks cannot be rank 0 plus groups of {per_run}: start "
-                f"1 + a multiple of {per_run} (mpiexec -n {', '.join(str(1 + per_run * g) for g in (1, 2, 3))}, ...)")
+                f"1 + a multiple of {per_run} (mpiexec -n "
+                f"{', '.join(str(1 + per_run * g) for g in (1, 2, 3))}, ...)")
     return None
 
 
 def sweep_on_ranks(comm: MPI.Comm, per_run: int, sweep: Callable[[Executor, Callable], T],
-                   execute_run: Callable[..., dict],
+                   execute_run: Callable[..., dict], prepare: Callable[[Any], Any],
                    serve_run: Callable[[Any, MPI.Comm], None]) -> T | None:
     """Run `sweep(executor, run)` on rank 0 of `comm`, which hands runs ``run(opt, run_dir)``
     to the groups through `executor`; every other rank serves until rank 0 is done (returns
     None). `execute_run(opt, run_dir, comm=group)`: a leader's part of a run (its summary);
-    `serve_run(opt, group)`: the part of the group's other ranks. Collective over `comm`;
-    the layout must pass `layout_problem`."""
+    `serve_run(prepare(opt), group)`: the part of the group's other ranks. Collective over
+    `comm`; the layout must pass `layout_problem`."""
     from mpi4py.futures import MPICommExecutor
 
     rank = comm.rank
@@ -60,21 +109,25 @@ def sweep_on_ranks(comm: MPI.Comm, per_run: int, sweep: Callable[[Executor, Call
     heads = comm.Split(0 if leads else MPI.UNDEFINED, key=rank)
     try:
         if not leads:
-            _serve_group(group, serve_run)
+            _serve_group(group, prepare, serve_run)
             return None
         if rank != 0:
-            _LEADING.append(group)
+            lead = _Lead(group, handlers={sig: signal.getsignal(sig) for sig in _SIGNALS})
+            _LEADING.append(lead)
+            lead.hold()
         try:
             with MPICommExecutor(heads, root=0) as executor:
                 if executor is None:
                     return None  # a leader: it ran what rank 0 handed it until rank 0 was done
-                run = _GroupRun(execute_run)
-                return sweep(executor, run)
+                return sweep(executor, _GroupRun(execute_run))
         finally:
             if rank != 0:
-                _LEADING.remove(group)
-                for member in range(1, group.size):
-                    group.send(None, dest=member, tag=TAG_RUN)
+                _LEADING.pop()
+                lead.release()
+                _stop_group(lead)
+                lead.raise_pending()
+                if lead.interrupted:  # leave as interrupted too (exit status 130)
+                    raise KeyboardInterrupt
     finally:
         if heads != MPI.COMM_NULL:
             heads.Free()
@@ -83,24 +136,85 @@ def sweep_on_ranks(comm: MPI.Comm, per_run: int, sweep: Callable[[Executor, Call
 
 class _GroupRun:
     """The task rank 0 submits: on a leader, send the run to its group, then simulate it there
-    (a picklable callable: mpi4py.futures sends it to the leader)."""
+    (a picklable callable: mpi4py.futures sends it to the leader). Once a run of this leader
+    was interrupted (Ctrl-C reaches every rank) it starts no other: mpi4py.futures reports
+    the interrupt as the task's outcome and goes on serving, and rank 0 may have handed out
+    the next run before it heard. A signal noted while idle fails the run at once."""
 
     def __init__(self, execute_run: Callable[..., dict]) -> None:
         self.execute_run = execute_run
 
     def __call__(self, opt: Any, run_dir: Path) -> dict:
-        group = _LEADING[-1]
-        for member in range(1, group.size):
-            group.send(opt, dest=member, tag=TAG_RUN)
-        return self.execute_run(opt, run_dir, comm=group)
+        lead = _LEADING[-1]
+        if lead.interrupted:
+            raise KeyboardInterrupt
+        lead.release()
+        try:
+            lead.raise_pending()
+            _hand_out(lead, opt)
+            return self.execute_run(opt, run_dir, comm=lead.group)
+        except KeyboardInterrupt:
+            lead.interrupted = True
+            lead.pending = None  # raised: the run's outcome says so
+            raise
+        finally:
+            lead.hold()
 
 
-def _serve_group(group: MPI.Comm, serve_run: Callable[[Any, MPI.Comm], None]) -> None:
-    """A group member's part: serve each run its leader sends until the stop."""
-    while True:
-        while not group.Iprobe(source=0, tag=TAG_RUN):
+def _hand_out(lead: _Lead, opt: Any) -> None:
+    """Send the run to the members and wait, in a sleeping probe (where a Ctrl-C is raised at
+    once, unlike in a blocking MPI call), until each says it is ready; KeyboardInterrupt if
+    one says it left (it was interrupted)."""
+    group = lead.group
+    for member in range(1, group.size):
+        group.send(opt, dest=member, tag=TAG_RUN)
+    waiting = group.size - 1
+    status = MPI.Status()
+    while waiting:
+        if not group.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_READY, status=status):
             time.sleep(IDLE_S)
-        opt = group.recv(source=0, tag=TAG_RUN)
-        if opt is None:
+            continue
+        member = status.Get_source()
+        if not group.recv(source=member, tag=TAG_READY):
+            lead.left.add(member)
+            raise KeyboardInterrupt
+        waiting -= 1
+
+
+def _stop_group(lead: _Lead) -> None:
+    """A leader leaving: read what members said meanwhile (those that left), and tell the
+    others to stop."""
+    group = lead.group
+    status = MPI.Status()
+    while group.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_READY, status=status):
+        member = status.Get_source()
+        if not group.recv(source=member, tag=TAG_READY):
+            lead.left.add(member)
+    for member in range(1, group.size):
+        if member not in lead.left:
+            group.send(None, dest=member, tag=TAG_RUN)
+
+
+def _serve_group(group: MPI.Comm, prepare: Callable[[Any], Any],
+                 serve_run: Callable[[Any, MPI.Comm], None]) -> None:
+    """A group member's part: prepare and serve each run its leader sends until the stop.
+    Interrupted before it is ready, it tells the leader it left; a run its leader stopped on
+    an interrupt ends its part quietly (there is no next run)."""
+    from cosim.transport.mpi import StoppedByInterrupt
+
+    while True:
+        try:
+            while not group.Iprobe(source=0, tag=TAG_RUN):
+                time.sleep(IDLE_S)
+            opt = group.recv(source=0, tag=TAG_RUN)
+            if opt is None:
+                return
+            run = prepare(opt)
+        except KeyboardInterrupt:
+            group.send(False, dest=0, tag=TAG_READY)
+            raise
+        group.send(True, dest=0, tag=TAG_READY)
+        try:
+            serve_run(run, group)
+        except StoppedByInterrupt:
             return
-        serve_run(opt, group)
