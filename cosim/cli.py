@@ -149,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="app-model parameter for every co-simulated job (repeatable)")
     run.add_argument("--quantum", type=float, default=0.0, metavar="S",
                      help="scheduling quantum in seconds (0 = every event, the default)")
+    run.add_argument("--bf-interval", type=float, default=0.0, metavar="S",
+                     help="Slurm's bf_interval: backfill only at multiples of S seconds, the "
+                     "FCFS part at every event (0 = backfill at every event, the default)")
     run.add_argument("--seed", type=int, default=0, help="root seed of the random streams")
     run.add_argument("--rank0-apps", action="store_true",
                      help="under mpiexec, rank 0 simulates apps too (default: ranks 1..K-1)")
@@ -331,7 +334,7 @@ def _run_options(args: argparse.Namespace, workload: str):
         exclusion_ok=args.exclusion_ok, max_slowdown=args.max_slowdown,
         exclusion_max_short=args.exclusion_max_short,
         app_overrides=parse_pairs(args.app_overrides, option="app-overrides"),
-        quantum_s=args.quantum, seed=args.seed, out=args.out, malleable=args.malleable,
+        quantum_s=args.quantum, bf_interval_s=args.bf_interval, seed=args.seed, out=args.out, malleable=args.malleable,
         malleable_params=_sd_pairs(args),
         malleable_fraction=args.malleable_fraction, min_frac=args.min_frac,
         max_frac=args.max_frac,

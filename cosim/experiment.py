@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from cosim.core.clock import duration_problem
+from cosim.core.clock import duration_problem, to_ticks
 from cosim.errors import InputError
 from cosim.paths import TRACES_DIR
 
@@ -55,6 +55,7 @@ class RunOptions:
     exclusion_max_short: float = 0.25
     app_overrides: Mapping[str, str] = field(default_factory=dict)
     quantum_s: float = 0.0
+    bf_interval_s: float = 0.0
     malleable: str = "none"
     malleable_params: Mapping[str, str] = field(default_factory=dict)
     malleable_fraction: float | None = None
@@ -118,9 +119,16 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     from cosim.platform import load_platform
     from cosim.workload.swf import read_swf
 
-    problem = duration_problem(opt.quantum_s)
-    if problem:
-        raise InputError(f"the quantum {problem}", field="quantum")
+    for name, field_name, value in (("the quantum", "quantum", opt.quantum_s),
+                                    ("the backfill interval", "bf-interval", opt.bf_interval_s)):
+        problem = duration_problem(value)
+        if problem:
+            raise InputError(f"{name} {problem}", field=field_name)
+    quantum, bf_interval = to_ticks(opt.quantum_s), to_ticks(opt.bf_interval_s)
+    if quantum and bf_interval % quantum:
+        raise InputError(f"the backfill interval ({opt.bf_interval_s:g} s) must be a multiple "
+                         f"of the quantum ({opt.quantum_s:g} s): passes happen only on the "
+                         "quantum", field="bf-interval")
     if opt.seed < 0:
         raise InputError("the seed must be >= 0", field="seed")
     if opt.trace not in TRACE_LEVELS:
@@ -162,7 +170,8 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                         selection=opt.selection, walltime_kill=opt.walltime_kill,
                         rca=opt.rca != "off", exclusion=opt.rca == "full",
                         exclusion_max_short=opt.exclusion_max_short,
-                        malleable=opt.malleable, malleable_params=dict(opt.malleable_params))
+                        malleable=opt.malleable, malleable_params=dict(opt.malleable_params),
+                        bf_interval=bf_interval)
     if opt.malleable_fraction is not None:
         from cosim.workload.marking import mark_malleable
 
@@ -216,7 +225,6 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
             comm: Any = None, rank0_apps: bool = False) -> RunRecord:
     """Simulate a prepared run (no file is written); with `comm` (K > 1 ranks) the apps are
     simulated on ranks 1..K-1, which must be running `serve_als` on the same run."""
-    from cosim.core.clock import to_ticks
     from cosim.output.metrics import summary as metrics_summary
     from cosim.runner import simulate
 
@@ -243,6 +251,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
         "rca": opt.rca,
         "malleable": p.batch.malleable,
         "quantum_s": opt.quantum_s,
+        "bf_interval_s": opt.bf_interval_s,
         **metrics,
         "skipped": {"runtime": w.skipped_runtime, "cancelled": w.skipped_cancelled,
                     "no_procs": w.skipped_procs, "too_big": w.rejected_too_big,

@@ -21,6 +21,8 @@ and every instant ``t`` is handled in this order:
    ``AppStarted`` or a yield with RCA off, cause none). The backfill policy returns a `Plan`;
    the scheduler picks each starting job's hosts with the selection policy, in plan order,
    allocates them and emits ``StartApp`` at t, carrying the job's app and its parameters.
+   With `BatchConfig.bf_interval` (Slurm's backfill cadence) a pass between its multiples
+   is the FCFS part only, and asks for the backfill pass at the next multiple.
 
 RCA yield (`BatchConfig.rca`): a ``HostsYielded`` fact is recorded in the job's outcome
 (`JobOutcome.yielded`) in both modes. With rca off nothing else changes: the hosts stay
@@ -119,6 +121,14 @@ class BatchConfig:
         `cosim.bls.policies.malleable_names` (``equi``).
     malleable_params:
         Its parameters as ``key=value`` strings (validated against the policy's `Params`).
+    bf_interval:
+        Slurm's ``bf_interval`` in ticks (0, the default: backfill at every pass). When > 0,
+        a pass at a tick that is not a multiple of it is the FCFS part only (the ``none``
+        policy: start jobs in priority order while the first fits; Slurm's main scheduler,
+        event-driven), and asks for a full pass (the backfill policy) at the next multiple
+        if jobs remain queued; a pass at a multiple is a full pass. A FCFS part that started
+        a job drops the backfill policy's memo (it plans afresh). Not with a malleable
+        policy that replaces backfilling.
     """
 
     priority: str = "fcfs"
@@ -131,8 +141,13 @@ class BatchConfig:
     exclusion_max_short: float = 0.25
     malleable: str = "none"
     malleable_params: Mapping[str, str] = field(default_factory=dict)
+    bf_interval: int = 0
 
     def __post_init__(self) -> None:
+        if isinstance(self.bf_interval, bool) or not isinstance(self.bf_interval, int) \
+                or self.bf_interval < 0:
+            raise InputError(f"must be an integer number of ticks >= 0, got "
+                             f"{self.bf_interval!r}", field="bf-interval")
         if self.exclusion and not self.rca:
             raise InputError("exclusion requests need RCA host lending", field="rca")
         if not 0 < self.exclusion_max_short <= 1:
@@ -143,6 +158,9 @@ class BatchConfig:
             pol = policies.dynamic(name, "malleable")
             object.__setattr__(self, "malleable", pol.name)
             build(pol.params, self.malleable_params, section="malleable-param")
+            if self.bf_interval and pol.replaces_backfill:
+                raise InputError(f"the malleable policy {pol.name} replaces backfilling: "
+                                 "there is no backfill pass to space out", field="bf-interval")
             if self.rca and pol.name == "equi":
                 raise InputError("equipartition and RCA cannot be combined (equipartition "
                                  "places every job on PEs; RCA lends whole hosts)",
@@ -175,6 +193,8 @@ class BatchScheduler:
         user_key = config.priority_key
         self._key = user_key if user_key is not None else policies.priority(config.priority).key
         self._plan = policies.backfill(config.backfill).plan
+        self._fcfs_plan = policies.backfill("none").plan  # the FCFS part (`bf_interval`)
+        self._bf = config.bf_interval
         self._select = policies.selection(config.selection).select
         self._contiguous = config.selection == "contiguous"
         # starts the contiguous selection could not give one block (it fell back to first-fit)
@@ -431,6 +451,13 @@ class BatchScheduler:
         state = self.state
         view = PassView(now=now, n_hosts=state.n_hosts, free=state.free_hosts,
                         queue=tuple(self._qjobs), running=state.running_ends(), memo=self._memo)
+        bf = self._bf
+        if bf and now % bf:  # between backfill passes: the FCFS part only (BatchConfig)
+            plan = self._fcfs_plan(view)
+            if plan.starts:
+                self._memo = None
+            self._wake = (now // bf + 1) * bf if len(plan.starts) < len(view.queue) else None
+            return self._apply(plan, now)
         plan = self._plan(view)
         self._memo = plan.memo
         self._wake = plan.wake_at
