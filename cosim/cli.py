@@ -236,9 +236,28 @@ def build_parser() -> argparse.ArgumentParser:
                      help="machine size (default: the platform's host count)")
     esp.add_argument("--platform", default="ib256", help="host type (default ib256)")
     esp.add_argument("--seed", type=int, default=0)
-    esp.add_argument("--arrival", choices=("esp", "zero"), default="esp")
-    esp.add_argument("--walltime-factor", type=float, default=3.0, metavar="F",
-                     help="requested time = ceil(F x target run time) (default 3)")
+    esp.add_argument("--arrival", choices=("esp", "zero", "rca"), default="esp",
+                     help="esp: a block of 2x the machine at 0, the rest evenly over --span "
+                     "T_min, Z at 0.1 and 0.5 T_min; zero: all at 0; rca: the RCA paper's, "
+                     "the rest in thirds split by the two Z jobs, each followed by --gap")
+    esp.add_argument("--span", type=float, default=0.5, metavar="X",
+                     help="the later jobs arrive over X T_min (default 0.5)")
+    esp.add_argument("--gap", type=float, default=None, metavar="X",
+                     help="--arrival rca: nothing submitted for X T_min after each Z job "
+                     "(default 0.1)")
+    esp.add_argument("--calibrate", choices=("balanced", "static", "table1"),
+                     default="balanced",
+                     help="each job's work: balanced run time = target (default); STATIC run "
+                     "time = target; table1: the RCA paper's Table 1 (Mandelbrot max_iter, "
+                     "PSIA images per category; see cosim/workload/esp_calibrate.py)")
+    esp.add_argument("--paper-scale", type=float, default=1.0, metavar="X",
+                     help="multiply every job's work by X (default 1)")
+    esp.add_argument("--app-param", action="append", metavar="K=V", default=[],
+                     help="app-model parameter for every job, e.g. the Mandelbrot window "
+                     "(repeatable; written into the CosimApp comments)")
+    esp.add_argument("--walltime-factor", type=float, default=None, metavar="F",
+                     help="requested time = ceil(F x target run time) (default 3; 1.5 with "
+                     "--calibrate static or table1)")
     esp.add_argument("--exclusion-ok", action="store_true",
                      help="mark every job as willing to give up hosts when asked (RCA "
                      "exclusion requests, cosim run --rca full)")
@@ -708,6 +727,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 
 def _cmd_workload_esp(args: argparse.Namespace) -> int:
+    from cosim.config import parse_pairs
     from cosim.workload.esp import make_esp
 
     if args.seed < 0:
@@ -715,7 +735,10 @@ def _cmd_workload_esp(args: argparse.Namespace) -> int:
     w = make_esp(app=args.app, out=args.out, seed=args.seed, hosts=args.hosts,
                  arrival=args.arrival, platform=args.platform,
                  walltime_factor=args.walltime_factor, exclusion_ok=args.exclusion_ok,
-                 malleable=args.malleable, min_frac=args.min_frac, max_frac=args.max_frac)
+                 malleable=args.malleable, min_frac=args.min_frac, max_frac=args.max_frac,
+                 span=args.span, gap=args.gap, calibrate_by=args.calibrate,
+                 paper_scale=args.paper_scale,
+                 app_params=parse_pairs(args.app_param, option="app-param"))
     print(f"wrote {args.out}: {len(w.jobs)} ESP-{args.app} jobs, T_min "
           f"{w.t_min / 1e9:,.1f} s, {w.initial_block} jobs at t=0 ({args.arrival} arrival)")
     return 0

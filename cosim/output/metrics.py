@@ -33,7 +33,7 @@ from cosim.bls.alloclog import YIELDED
 from cosim.output.tables import busy_host_series, busy_rows
 from cosim.workload.jobs import JobOutcome
 
-__all__ = ["makespan", "utilization", "pe_utilization", "mean_wait", "mean_response",
+__all__ = ["makespan", "utilization", "occupancy", "esp_efficiency", "pe_utilization", "mean_wait", "mean_response",
            "mean_slowdown", "mean_bounded_slowdown", "loss_of_capacity", "fair_starts",
            "unfair_jobs", "summary", "BSLD_THRESHOLD_S"]
 
@@ -125,6 +125,46 @@ def utilization(outcomes: Sequence[JobOutcome], n_hosts: int, *,
         return _dot(busy_hosts[:-1], np.diff(times)) / (n_hosts * span)
     busy = _dot(hosts, end - start) - _idle_tails(ran)
     return busy / (n_hosts * span)
+
+
+def occupancy(outcomes: Sequence[JobOutcome], n_hosts: int, *,
+              allocations: np.ndarray | None = None) -> float:
+    """Occupancy: allocated host-time over the machine's time, each host-time counted once.
+
+    ``O = (sum_j h_j r_j - sum_j L_j) / (N (max_j e_j - min_j b_j))``, the window of
+    `utilization`: a host is occupied by its job from the job's start to its end, idle tails
+    included (the other reading of Eq. 1 of the RCA paper: allocated, not computing, time),
+    except that a lent host stops counting for its owner at its first lend tick, ``L_j = sum
+    over (host, t) in lent_j of (e_j - t)``; the borrower, whose `hosts` include it, counts
+    it while it runs. Without yields it equals `utilization`. With `allocations`, the
+    integral of the occupied hosts of the log (the rule of `loss_of_capacity`): the same
+    number for runs without resizes or shared hosts. 0.0 when no job ran or no time passed.
+    """
+    ran = _ran(outcomes)
+    _, start, end, hosts = _columns(ran)
+    span = _span(start, end)
+    if not span:
+        return 0.0
+    if allocations is not None:
+        times, occupied = _occupied_series(ran, allocations)
+        return _dot(occupied[:-1], np.diff(times)) / (n_hosts * span)
+    lent = sum(o.end - t for o in ran if o.lent for _, t in o.lent)  # type: ignore[operator]
+    return (_dot(hosts, end - start) - lent) / (n_hosts * span)
+
+
+def esp_efficiency(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
+    """ESP efficiency: ``E = T_min / T`` with ``T_min = sum_j h_j t_j / N`` over the jobs that
+    ran, t_j the job's stated run time (SWF field 4; for an ESP workload its target time, so
+    that T_min is the benchmark's theoretical minimum), and T the `makespan` (Wong, Oliker,
+    Kramer, Kaltz & Bailey, "ESP: A System Utilization Benchmark", SC 2000). 0.0 when no
+    time passed.
+    """
+    ran = _ran(outcomes)
+    elapsed = makespan(ran)
+    if not elapsed:
+        return 0.0
+    host_s = sum(o.job.hosts * o.job.runtime for o in ran) / TICKS_PER_SECOND
+    return host_s / n_hosts / elapsed
 
 
 def pe_utilization(outcomes: Sequence[JobOutcome], n_hosts: int, cores_per_host: int, *,
@@ -242,15 +282,7 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int, *,
 def _loss_of_capacity_log(ran: Sequence[JobOutcome], n_hosts: int, a: np.ndarray,
                           submit: np.ndarray, start: np.ndarray, t0: int, t1: int) -> float:
     """`loss_of_capacity` with the occupied hosts taken from the allocation log `a`."""
-    first_lend = {(o.job.id, h): t for o in ran for h, t in o.lent}
-    keep = np.ones(len(a), dtype=bool)
-    if first_lend:
-        # a yielded row is one host (the batch level logs tails host by host)
-        for i in np.flatnonzero(a["role"] == YIELDED).tolist():
-            t = first_lend.get((int(a["job"][i]), int(a["host"][i])))
-            if t is not None and a["start"][i] >= t:
-                keep[i] = False
-    times, occupied = busy_host_series(a[keep])
+    times, occupied = _occupied_series(ran, a)
     u = np.unique(np.concatenate((times, submit, start, [t1])))
     u = u[(u >= t0) & (u <= t1)]
     i = np.searchsorted(times, u, side="right") - 1
@@ -259,6 +291,21 @@ def _loss_of_capacity_log(ran: Sequence[JobOutcome], n_hosts: int, a: np.ndarray
                - np.searchsorted(np.sort(start), u, side="right"))
     idle = (n_hosts - occ[:-1]) * (waiting[:-1] > 0)
     return _dot(idle, np.diff(u)) / (n_hosts * (t1 - t0))
+
+
+def _occupied_series(ran: Sequence[JobOutcome], a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, hosts)``: the occupied hosts of the allocation log `a` from each time on —
+    every row, busy or yielded, except an owner's yielded rows on a host from its first lend
+    on; each host counted once however many jobs hold PEs on it."""
+    first_lend = {(o.job.id, h): t for o in ran for h, t in o.lent}
+    keep = np.ones(len(a), dtype=bool)
+    if first_lend:
+        # a yielded row is one host (the batch level logs tails host by host)
+        for i in np.flatnonzero(a["role"] == YIELDED).tolist():
+            t = first_lend.get((int(a["job"][i]), int(a["host"][i])))
+            if t is not None and a["start"][i] >= t:
+                keep[i] = False
+    return busy_host_series(a[keep])
 
 
 def fair_starts(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[int, int]:
@@ -312,6 +359,7 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     """All metrics of one simulation, for the JSON summary and results files.
 
     Keys: ``jobs`` (jobs that ran), ``rejected``, ``killed``, ``makespan_s``, ``utilization``,
+    ``occupancy``, ``esp_efficiency``,
     ``mean_wait_s``, ``mean_response_s``, ``mean_slowdown``, ``mean_bounded_slowdown``,
     ``loss_of_capacity``, ``unfair_jobs``, ``yields`` (hosts yielded, in total: RCA),
     ``lends`` (hosts lent, in total: each owner's host counted once, at its first lend),
@@ -330,6 +378,8 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
         "killed": sum(1 for o in ran if o.status == "killed"),
         "makespan_s": makespan(ran),
         "utilization": utilization(ran, n_hosts, allocations=allocations),
+        "occupancy": occupancy(ran, n_hosts, allocations=allocations),
+        "esp_efficiency": esp_efficiency(ran, n_hosts),
         "mean_wait_s": mean_wait(ran),
         "mean_response_s": mean_response(ran),
         "mean_slowdown": mean_slowdown(ran),

@@ -45,11 +45,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
+from typing import Any
 
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.core.rng import stream
 from cosim.errors import InputError
 from cosim.platform import Platform, load_platform
+from cosim.workload.esp_calibrate import calibrate, shortest
 from cosim.workload.jobs import Job
 from cosim.workload.marking import (
     DEFAULT_MAX_FRAC, DEFAULT_MIN_FRAC, check_fracs, decimal_text, pe_bounds,
@@ -83,8 +85,13 @@ JOB_MIX: tuple[EspJobType, ...] = tuple(
     )
 )
 APPS = ("mandelbrot", "psia")
-ARRIVALS = ("esp", "zero")
+ARRIVALS = ("esp", "zero", "rca")
 DEFAULT_WALLTIME_FACTOR = 3.0
+#: The requested-time factor of calibrated workloads (``--calibrate static|table1``): their
+#: jobs run near their targets under STATIC
+CALIBRATED_WALLTIME_FACTOR = 1.5
+DEFAULT_SPAN = 0.5
+DEFAULT_GAP = 0.1
 _ORDER_STREAM = "esp.order"
 
 
@@ -132,15 +139,6 @@ class EspWorkload:
     max_frac: float = DEFAULT_MAX_FRAC
 
 
-def _short(x: float) -> str:
-    """The shortest scientific form of `x` that reads back exactly: ``6.8352e+13``."""
-    for digits in range(17):
-        text = f"{x:.{digits}e}"
-        if float(text) == x:
-            return text
-    return repr(x)
-
-
 def esp_sizes(n_hosts: int) -> dict[str, int]:
     """Hosts per ESP category on `n_hosts` hosts: ``max(1, round(fraction x n_hosts))``."""
     if isinstance(n_hosts, bool) or not isinstance(n_hosts, int) or n_hosts < 1:
@@ -165,11 +163,17 @@ def generate_esp(
     seed: int,
     arrival: str = "esp",
     hosts: int | None = None,
-    walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
+    walltime_factor: float | None = None,
     exclusion_ok: bool = False,
     malleable: bool = False,
     min_frac: float = DEFAULT_MIN_FRAC,
     max_frac: float = DEFAULT_MAX_FRAC,
+    span: float = DEFAULT_SPAN,
+    gap: float | None = None,
+    calibrate_by: str = "balanced",
+    paper_scale: float = 1.0,
+    app_params: Mapping[str, str] | None = None,
+    cache_dir: str | None = None,
 ) -> EspWorkload:
     """Generate the ESP workload for a platform (rules in the module docstring).
 
@@ -183,12 +187,14 @@ def generate_esp(
     seed:
         Root seed of the submission order (integer >= 0).
     arrival:
-        ``"esp"`` (initial block of 2x the machine, the rest at regular intervals) or
-        ``"zero"`` (every non-Z job at 0).
+        ``"esp"`` (initial block of 2x the machine, the rest at regular intervals),
+        ``"zero"`` (every non-Z job at 0) or ``"rca"`` (the RCA paper's: the rest in thirds
+        split by the two Z jobs, each followed by a gap).
     hosts:
         Size the workload for this many hosts of the platform's type (default: all).
     walltime_factor:
-        Requested time = ``ceil(walltime_factor x target)`` seconds; at least 1.
+        Requested time = ``ceil(walltime_factor x target)`` seconds; at least 1 (default 3,
+        1.5 for a calibrated workload).
     exclusion_ok:
         Mark every job as willing to give up hosts when asked (RCA exclusion requests,
         ``--rca full``; ``exclusion_ok=1`` in the CosimApp comments).
@@ -197,6 +203,18 @@ def generate_esp(
     min_frac, max_frac:
         The malleable jobs' PE bounds relative to their PEs: ``0 < min_frac <= 1``,
         ``max_frac >= min_frac`` (checked even when `malleable` is off).
+    span:
+        The later jobs arrive over ``span x T_min`` (``esp``, ``rca``; default 0.5).
+    gap:
+        ``rca``: nothing is submitted for ``gap x T_min`` after each Z job (default 0.1).
+    calibrate_by, paper_scale:
+        The work of each job (`cosim.workload.esp_calibrate`: ``balanced``, ``static``,
+        ``table1``) and a multiplier of it.
+    app_params:
+        App-model parameters for every job (the Mandelbrot image, say), written into the
+        CosimApp comments.
+    cache_dir:
+        Where the calibrations cache the app costs they compute.
 
     Returns
     -------
@@ -215,6 +233,17 @@ def generate_esp(
                          field="arrival")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"must be an integer >= 0, got {seed!r}", field="seed")
+    if walltime_factor is None:
+        walltime_factor = (DEFAULT_WALLTIME_FACTOR if calibrate_by == "balanced"
+                           else CALIBRATED_WALLTIME_FACTOR)
+    for name, value, low in (("span", span, 0), ("gap", gap, 0)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not (math.isfinite(value) and value >= low)):
+            raise InputError(f"must be a number >= {low}, got {value!r}", field=name)
+    if gap is not None and arrival != "rca":
+        raise InputError("a gap after the Z jobs belongs to --arrival rca", field="gap")
+    if arrival == "rca" and gap is None:
+        gap = DEFAULT_GAP
     if isinstance(walltime_factor, bool) or not isinstance(walltime_factor, (int, float)) \
             or not (math.isfinite(walltime_factor) and walltime_factor >= 1):
         raise InputError(f"must be a number >= 1, got {walltime_factor!r}",
@@ -231,7 +260,7 @@ def generate_esp(
     regular = [t for t in JOB_MIX if t.category != "Z" for _ in range(t.count)]
     perm = stream(seed, _ORDER_STREAM).permutation(len(regular))
     order = [regular[int(i)] for i in perm]
-    if arrival == "esp":
+    if arrival in ("esp", "rca"):
         total, block = 0, len(order)
         for k, t in enumerate(order):
             total += sizes[t.category]
@@ -241,11 +270,19 @@ def generate_esp(
     else:
         block = len(order)
     m = len(order) - block
-    times = [0] * block + [round(k * t_min / (2 * (m + 1))) for k in range(1, m + 1)]
+    d = Fraction(repr(float(span))) * t_min / (m + 1)  # the spacing of the later jobs
+    if arrival == "rca":
+        times, z_times = _rca_times(m, d, Fraction(repr(float(gap))) * t_min)
+        times = [0] * block + times
+    else:
+        times = [0] * block + [round(k * d) for k in range(1, m + 1)]
+        z_times = [round(t_min / 10), round(t_min / 2)]
     z_type = next(t for t in JOB_MIX if t.category == "Z")
     rows = [(s, 0, pos, t) for pos, (s, t) in enumerate(zip(times, order, strict=True))]
-    rows += [(round(t_min / 10), 1, 0, z_type), (round(t_min / 2), 1, 1, z_type)]
+    rows += [(z_times[0], 1, 0, z_type), (z_times[1], 1, 1, z_type)]
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    work = calibrate(calibrate_by, app=app, mix=JOB_MIX, sizes=sizes, platform=platform,
+                     params=app_params, paper_scale=paper_scale, cache_dir=cache_dir)
 
     jobs = []
     for job_id, (submit_s, is_z, _, t) in enumerate(rows, 1):
@@ -258,7 +295,7 @@ def generate_esp(
             id=job_id, submit=submit_s * TICKS_PER_SECOND, hosts=h, pes=h * cores,
             walltime=math.ceil(factor * t.target_s) * TICKS_PER_SECOND,
             runtime=t.target_s * TICKS_PER_SECOND, app=app,
-            app_params={"total_flop": _short(h * cores * t.target_s * speed)},
+            app_params=dict(work.params[t.category]),
             category=t.category, priority=is_z, exclusion_ok=exclusion_ok, **marks,
         ))
     t_min_s = t_min.numerator / t_min.denominator
@@ -267,21 +304,35 @@ def generate_esp(
         ("Computer", "cosim ESP generator"),
         ("Note", ("ESP (Effective System Performance) benchmark job mix, Wong, Oliker, "
                   "Kramer, Kaltz & Bailey 2000: 230 jobs in 14 categories; run time (field 4) "
-                  "= the target time = the app's ideal balanced run time on the job's PEs; "
-                  f"requested time (field 9) = ceil({walltime_factor:g} x target); executable "
+                  "= the target time" + (" = the app's ideal balanced run time on the job's "
+                                         "PEs" if calibrate_by == "balanced" else "")
+                  + f"; requested time (field 9) = ceil({walltime_factor:g} x target); executable "
                   "number (field 14) = category 1..14 (A..M, Z) as described by the CosimApp "
                   "comments")),
         ("Note", f"hosts = max(1, round(fraction x {n})): "
                  + " ".join(f"{c}={h}" for c, h in sizes.items())),
         ("Note", (f"arrival {arrival}, order seed {seed}; T_min = {host_seconds} host-s / {n} "
-                  f"= {t_min_s!r} s; Z1 at 0.10 T_min, Z2 at 0.5 T_min, both priority 1")),
+                  f"= {t_min_s!r} s; " + (
+                      f"the {m} later jobs in thirds every d = {span:g} T_min / {m + 1}, a Z "
+                      f"job d after the first and second thirds, then nothing for {gap:g} "
+                      f"T_min: Z1 at {z_times[0]} s, Z2 at {z_times[1]} s"
+                      if arrival == "rca" else "Z1 at 0.10 T_min, Z2 at 0.5 T_min")
+                  + ", both priority 1")),
+        *((("Note", f"work: {work.note}"),) if calibrate_by != "balanced" else ()),
+        *((("Note", "STATIC run time / target: " + " ".join(
+            f"{c}={r:.3f}" for c, r in work.static_over_target.items() if r is not None)),)
+          if calibrate_by == "table1" and app == "mandelbrot" else ()),
         ("MaxJobs", str(len(jobs))),
         ("MaxRecords", str(len(jobs))),
         ("MaxNodes", str(n)),
         ("MaxProcs", str(n * cores)),
-        ("CosimEsp", (f"app={app} hosts={n} cores={cores} speed={_short(speed)} seed={seed} "
+        ("CosimEsp", (f"app={app} hosts={n} cores={cores} speed={shortest(speed)} seed={seed} "
                       f"arrival={arrival} walltime_factor={walltime_factor:g} "
                       f"initial_block={block}" + (" exclusion_ok=1" if exclusion_ok else "")
+                      + (f" span={span:g}" if span != DEFAULT_SPAN else "")
+                      + (f" gap={gap:g}" if arrival == "rca" else "")
+                      + (f" calibrate={calibrate_by}" if calibrate_by != "balanced" else "")
+                      + (f" paper_scale={paper_scale:g}" if paper_scale != 1 else "")
                       + (f" malleable=1 min_frac={decimal_text(a)} max_frac={decimal_text(b)}"
                          if malleable else ""))),
     )
@@ -294,6 +345,24 @@ def generate_esp(
     )
 
 
+def _rca_times(m: int, d: Fraction, gap: Fraction) -> tuple[list[int], list[int]]:
+    """The RCA paper's arrivals after the initial block, in seconds (rounded half to even):
+    the `m` later jobs in thirds (sizes ``m // 3``, the first ``m % 3`` thirds one more), one
+    every `d`; after the first and second thirds a Z job `d` later, then nothing for `gap`
+    (the next job comes ``gap + d`` after the Z job). Returns (job times, Z times)."""
+    thirds = [m // 3 + (1 if i < m % 3 else 0) for i in range(3)]
+    now, times, z = Fraction(0), [], []
+    for i, size in enumerate(thirds):
+        for _ in range(size):
+            now += d
+            times.append(round(now))
+        if i < 2:
+            now += d
+            z.append(round(now))
+            now += gap
+    return times, z
+
+
 def write_esp(path: str | os.PathLike[str], workload: EspWorkload) -> None:
     """Write `workload` as an SWF file (atomically; gzip if the name ends in ``.gz``)."""
     write_jobs_swf(path, workload.jobs, header=workload.header,
@@ -302,28 +371,19 @@ def write_esp(path: str | os.PathLike[str], workload: EspWorkload) -> None:
 
 def make_esp(
     *,
-    app: str,
     out: str | os.PathLike[str],
-    seed: int,
-    hosts: int | None = None,
-    arrival: str = "esp",
     platform: str | os.PathLike[str] | Platform = "ib256",
-    walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
-    exclusion_ok: bool = False,
-    malleable: bool = False,
-    min_frac: float = DEFAULT_MIN_FRAC,
-    max_frac: float = DEFAULT_MAX_FRAC,
+    **options: Any,
 ) -> EspWorkload:
-    """``cosim workload esp --app A --hosts N --seed S [--arrival esp|zero] [--malleable
-    [--min-frac X] [--max-frac Y]] -o OUT``.
+    """``cosim workload esp --app A [--hosts N] [--seed S] [--arrival esp|zero|rca] [--span X]
+    [--gap G] [--calibrate balanced|static|table1] [--paper-scale X] [--app-param K=V]
+    [--malleable [--min-frac X] [--max-frac Y]] -o OUT``.
 
     Loads `platform` (a builtin name, a file, or a `Platform`), generates with
-    `generate_esp` and writes `out` with `write_esp`; returns the workload. Every bad argument
-    is an `InputError`.
+    `generate_esp` (`options` are its keyword arguments) and writes `out` with `write_esp`;
+    returns the workload. Every bad argument is an `InputError`.
     """
     plat = platform if isinstance(platform, Platform) else load_platform(platform)
-    workload = generate_esp(app=app, platform=plat, seed=seed, arrival=arrival, hosts=hosts,
-                            walltime_factor=walltime_factor, exclusion_ok=exclusion_ok,
-                            malleable=malleable, min_frac=min_frac, max_frac=max_frac)
+    workload = generate_esp(platform=plat, **options)
     write_esp(out, workload)
     return workload
