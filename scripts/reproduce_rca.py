@@ -2,123 +2,214 @@
 """Reproduce the RCA paper's factorial: {ESP-PSIA, ESP-Mandelbrot} x {STATIC, GSS, FAC2, AF} x
 RCA {off, yield}, on ib256 with FCFS + EASY, and print it next to the published figures.
 
-Published (Eleliemy & Ciorba, arXiv:2103.05809, as quoted in the project's issue): ESP-PSIA
-STATIC makespan 13,000 -> 12,965 s; ESP-Mandelbrot STATIC utilization 71.2 % -> 83.8 % and
-makespan 11,020 -> 8,840 s; GSS and AF gains of about 0.5 %. The paper does not publish how its
-apps were calibrated, so absolute numbers differ (README, "The main job"); compare the relative
-changes. ``--calibrate static`` rescales every job's work so that its run time *under STATIC*
-on its PEs is the ESP target (by default the target is its perfectly balanced run time): the
-paper's STATIC makespans imply jobs that ran close to their targets, which this reproduces for
-an imbalanced app such as the row-major Mandelbrot. Every run's outputs go under
-``runs/reproduce/<app>-<technique>-rca-<mode>/`` and the table is also written to
-``runs/reproduce/table.csv``. Usage: ``python scripts/reproduce_rca.py [--apps psia,mandelbrot]
-[--techniques STATIC,GSS,FAC2,AF] [--calibrate none|static] [--out DIR]``.
+Published (Eleliemy & Ciorba, "A Resourceful Coordination Approach for Multilevel Scheduling",
+arXiv:2103.05809; `PUBLISHED`): ESP-PSIA STATIC makespan 13,000 -> 12,965 s, GSS and AF
+12,875 s without RCA; ESP-Mandelbrot STATIC makespan 11,020 -> 8,840 s in §4 but 9,607 s in
+Fig. 6, utilization 71.2 % -> 83.82 % in §4 but 84.82 % in Fig. 6; Mandelbrot utilization gains
+of +0.5 % (GSS) and +0.05 % (AF) in §4, "0.5 %" in the conclusion. Where the paper contradicts
+itself both values are shown.
+
+Two modes. By default the shipped traces (``traces/esp-*.swf``: cosim's ESP arrival, every
+job's *balanced* run time its target, requested time 3x) and backfilling at every event;
+``--calibrate static`` regenerates them with every job's STATIC run time its target. With
+``--paper``, the paper's own setup (README, "Reproducing the RCA paper"): its arrival scheme
+(``cosim workload esp --arrival rca``), its Table 1 calibration (``--calibrate table1``,
+requested time 1.5x), Slurm's 30 s backfill cadence (``--bf-interval 30``), over the order
+seeds 0-5 (``--seeds``), each figure the mean ± sample standard deviation over the seeds.
+The runs go through `cosim.sweep` (resumable: run the command again after an interruption;
+``--jobs N`` runs N at once) under ``OUT/runs/<id>/``; the table is also written to
+``OUT/table.csv``, and ``--json`` prints it as a list of objects (``workload``,
+``technique``, ``rca``, ``makespan_s_mean``, ``makespan_s_sd``, ``utilization_mean``,
+``occupancy_mean``, ``esp_efficiency_mean``, ``seeds``) for a program to check. Usage:
+``python scripts/reproduce_rca.py [--paper] [--apps psia,mandelbrot] [--techniques
+STATIC,GSS,FAC2,AF] [--seeds 0-5] [--calibrate none|static] [--app-overrides K=V] [--jobs N]
+[--out DIR] [--json]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
 import sys
 from pathlib import Path
 
+from cosim.config import parse_pairs
 from cosim.core.files import atomic_open
 from cosim.errors import InputError
-from cosim.experiment import RunOptions, execute, write_outputs
+from cosim.experiment import RunOptions, prepare
 from cosim.paths import TRACES_DIR
+from cosim.sweep import SweepRun, run_id, run_sweep
 
-# (app, technique) -> {metric: (rca off, rca on)} as published; None where not given
+#: (app, technique) -> metric -> (RCA off, RCA on), each a value, None (not published) or a
+#: tuple of the values the paper gives in different places (§4, Fig. 6)
 PUBLISHED = {
     ("psia", "STATIC"): {"makespan_s": (13000.0, 12965.0)},
-    ("mandelbrot", "STATIC"): {"makespan_s": (11020.0, 8840.0), "utilization": (0.712, 0.838)},
+    ("psia", "GSS"): {"makespan_s": (12875.0, None)},
+    ("psia", "AF"): {"makespan_s": (12875.0, None)},
+    ("mandelbrot", "STATIC"): {"makespan_s": (11020.0, (8840.0, 9607.0)),
+                               "utilization": (0.712, (0.8382, 0.8482))},
 }
-ABOUT = {("psia", "GSS"): "~0.5 % gain", ("mandelbrot", "GSS"): "~0.5 % gain",
-         ("psia", "AF"): "~0.5 % gain", ("mandelbrot", "AF"): "~0.5 % gain"}
+#: (app, technique) -> the published utilization gain of RCA, in percentage points
+PUBLISHED_GAIN = {("mandelbrot", "GSS"): "utilization +0.5 pt (§4; 0.5 in the conclusion)",
+                  ("mandelbrot", "AF"): "utilization +0.05 pt (§4; 0.5 in the conclusion)"}
+PAPER_BF_INTERVAL_S = 30.0
 
 
-def calibrate_static(workload: Path, out: Path) -> Path:
-    """A copy of an ESP `workload` whose jobs' ``total_flop`` makes each job's STATIC run time
-    on its PEs (ib256, the run's defaults) equal its target (SWF field 4); returns its path."""
-    from dataclasses import replace
+def _seeds(text: str) -> list[int]:
+    """``0-5`` or ``0,2,4``."""
+    try:
+        if "-" in text:
+            a, b = text.split("-", 1)
+            seeds = list(range(int(a), int(b) + 1))
+        else:
+            seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"expected A-B or a comma list of integers, got {text!r}",
+                         field="seeds") from None
+    if not seeds or min(seeds) < 0:
+        raise InputError(f"expected seeds >= 0, got {text!r}", field="seeds")
+    return seeds
 
-    from cosim.als.launch import loop_on_hosts
-    from cosim.als.techniques import get
-    from cosim.platform import load_platform
-    from cosim.workload import TaskCosts, load_app
-    from cosim.workload.swf import read_swf
-    from cosim.workload.swf_write import write_jobs_swf
 
-    platform = load_platform("ib256")
-    w = read_swf(str(workload), cores_per_host=platform.hosts[0].cores,
-                 max_hosts=platform.n_hosts)
-    factor: dict[tuple, float] = {}  # (app, params without total_flop, hosts) -> STATIC/ideal
-    jobs = []
-    for j in w.jobs:
-        params = {k: v for k, v in j.app_params.items() if k != "total_flop"}
-        key = (j.app, tuple(sorted(params.items())), j.hosts)
-        if key not in factor:
-            base = load_app(j.app, overrides=params)
-            ideal = 1000.0  # seconds, balanced: long enough that ticks do not round it away
-            scale = ideal * platform.hosts[0].speed * j.pes / base.total
-            costs = TaskCosts.from_array(base.flop * scale, model=base.model,
-                                         label=base.label, params={})
-            run, _ = loop_on_hosts(costs=costs, platform=platform, hosts=j.hosts,
-                                   technique=get("STATIC"), record=False)
-            factor[key] = run.run().makespan / 1e9 / ideal
-        total = float(j.app_params["total_flop"]) / factor[key]
-        jobs.append(replace(j, app_params={**j.app_params, "total_flop": f"{total:.6e}"}))
-    path = out / f"{workload.name.split('.')[0]}-static-calibrated.swf"
-    note = ("Note", "total_flop rescaled so that every job's STATIC run time on its PEs is its "
-            "target (scripts/reproduce_rca.py --calibrate static)")
-    write_jobs_swf(path, jobs, header=(*w.header, note))
-    return path
+def workloads(app: str, args: argparse.Namespace, out: Path,
+              overrides: dict[str, str]) -> list[tuple[int, Path]]:
+    """``(seed, SWF path)`` of each workload of `app` in this mode (generated under `out`;
+    a calibrated workload is calibrated with the app-model `overrides`, the image it runs)."""
+    from cosim.workload.esp import make_esp
+
+    if not args.paper and args.calibrate == "none":
+        return [(0, TRACES_DIR / f"esp-{app}.swf")]
+    paths = []
+    tag = "".join(f"-{k}={v}" for k, v in sorted(overrides.items()))
+    for seed in (_seeds(args.seeds) if args.paper else [0]):
+        name = (f"esp-{app}-rca-table1{tag}-s{seed}.swf" if args.paper
+                else f"esp-{app}-static-calibrated{tag}.swf")
+        path = out / "workloads" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if args.paper:
+            make_esp(app=app, out=path, seed=seed, arrival="rca", calibrate_by="table1",
+                     app_params=overrides)
+        else:  # the shipped trace's settings, its work recalibrated
+            make_esp(app=app, out=path, seed=0, calibrate_by="static", walltime_factor=3.0,
+                     app_params=overrides)
+        paths.append((seed, path))
+    return paths
+
+
+def _published(app: str, technique: str) -> str:
+    pub = PUBLISHED.get((app, technique))
+    if not pub:
+        return PUBLISHED_GAIN.get((app, technique), "-")
+
+    def text(v, pct):
+        if v is None:
+            return "?"
+        if isinstance(v, tuple):
+            return " / ".join(text(x, pct) for x in v)
+        return f"{v:.2%}" if pct else f"{v:,.0f}"
+
+    return "; ".join(f"{'makespan' if k == 'makespan_s' else 'utilization'} "
+                     f"{text(a, k != 'makespan_s')} -> {text(b, k != 'makespan_s')}"
+                     for k, (a, b) in pub.items())
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--paper", action="store_true",
+                    help="the paper's setup: arrival rca, Table 1 calibration, bf_interval "
+                    "30 s, seeds 0-5 (module docstring)")
     ap.add_argument("--apps", default="psia,mandelbrot")
     ap.add_argument("--techniques", default="STATIC,GSS,FAC2,AF")
-    ap.add_argument("--out", default="runs/reproduce")
+    ap.add_argument("--seeds", default="0-5", help="--paper: the order seeds (default 0-5)")
     ap.add_argument("--calibrate", choices=("none", "static"), default="none",
-                    help="static: each job's STATIC run time = its target (module docstring)")
+                    help="without --paper: static = each job's STATIC run time is its target")
+    ap.add_argument("--app-overrides", action="append", default=[], metavar="K=V",
+                    help="app-model parameter for every job, e.g. order=shuffled (repeatable)")
+    ap.add_argument("--jobs", type=int, default=1, help="runs at once (local processes)")
+    ap.add_argument("--out", default=None,
+                    help="default runs/reproduce-rca[-paper]")
+    ap.add_argument("--json", action="store_true", help="print the table as JSON")
     args = ap.parse_args()
-    out = Path(args.out)
+    out = Path(args.out or ("runs/reproduce-rca-paper" if args.paper
+                            else "runs/reproduce-rca"))
+    try:
+        overrides = parse_pairs(args.app_overrides, option="app-overrides")
+        apps = [a.strip() for a in args.apps.split(",") if a.strip()]
+        bad = [a for a in apps if a not in ("psia", "mandelbrot")]
+        if bad or not apps:
+            raise InputError(f"expected psia and/or mandelbrot, got {args.apps!r}",
+                             field="apps")
+        if args.jobs < 1:
+            raise InputError(f"must be at least 1, got {args.jobs}", field="jobs")
+        techniques = [t.strip() for t in args.techniques.split(",") if t.strip()]
+        cells, runs = [], []
+        for app in apps:
+            loads = workloads(app, args, out, overrides)
+            for technique in techniques:
+                for rca in ("off", "yield"):
+                    mine = []
+                    for seed, path in loads:
+                        opt = RunOptions(workload=str(path), technique=technique, rca=rca,
+                                         app_overrides=overrides, bf_interval_s=(
+                                             PAPER_BF_INTERVAL_S if args.paper else 0.0))
+                        prepare(opt)  # every input checked before anything runs
+                        run = SweepRun(id=run_id(opt), opt=opt, varying=(
+                            ("app", app), ("technique", technique), ("rca", rca),
+                            ("seed", seed)))
+                        runs.append(run)
+                        mine.append(run.id)
+                    cells.append((app, technique, rca, [s for s, _ in loads], mine))
+    except InputError as exc:
+        print(f"reproduce_rca: error: {exc}", file=sys.stderr)
+        return 2
+    summaries = dict(zip((r.id for r in runs), run_sweep(runs, out, jobs=args.jobs)))
     rows = []
-    print(f"{'workload':<16}{'technique':<10}{'makespan off':>14}{'on':>10}{'change':>9}"
-          f"{'util off':>10}{'on':>8}{'lends':>7}   published")
-    for app in args.apps.split(","):
-        workload = TRACES_DIR / f"esp-{app}.swf"
-        if args.calibrate == "static":
-            workload = calibrate_static(workload, out)
-        for technique in args.techniques.split(","):
-            res = {}
-            for rca in ("off", "yield"):
-                opt = RunOptions(workload=str(workload), technique=technique, rca=rca)
-                try:
-                    record = execute(opt)
-                except InputError as exc:
-                    print(f"reproduce_rca: error: {exc}", file=sys.stderr)
-                    return 2
-                write_outputs(record, out / f"{app}-{technique}-rca-{rca}")
-                res[rca] = record.summary
-            m0, m1 = res["off"]["makespan_s"], res["yield"]["makespan_s"]
-            u0, u1 = res["off"]["utilization"], res["yield"]["utilization"]
-            pub = PUBLISHED.get((app, technique))
-            if pub:
-                text = "; ".join(
-                    (f"makespan {a:,.0f} -> {b:,.0f}" if k == "makespan_s"
-                     else f"utilization {a:.1%} -> {b:.1%}") + f" ({(b - a) / a:+.1%})"
-                    for k, (a, b) in pub.items())
-            else:
-                text = ABOUT.get((app, technique), "-")
-            print(f"ESP-{app:<12}{technique:<10}{m0:>14,.0f}{m1:>10,.0f}{(m1 - m0) / m0:>+9.1%}"
-                  f"{u0:>10.1%}{u1:>8.1%}{res['yield']['lends']:>7,}   {text}")
-            rows.append((app, technique, m0, m1, u0, u1, res["yield"]["lends"]))
+    for app, technique, rca, seeds, ids in cells:
+        s = [summaries[i] for i in ids]
+
+        def stat(key, fn):
+            vals = [x[key] for x in s]
+            return fn(vals) if len(vals) > 1 or fn is statistics.fmean else 0.0
+
+        rows.append({"workload": f"ESP-{app}", "technique": technique, "rca": rca,
+                     "makespan_s_mean": stat("makespan_s", statistics.fmean),
+                     "makespan_s_sd": stat("makespan_s", statistics.stdev),
+                     "utilization_mean": stat("utilization", statistics.fmean),
+                     "utilization_sd": stat("utilization", statistics.stdev),
+                     "occupancy_mean": stat("occupancy", statistics.fmean),
+                     "esp_efficiency_mean": stat("esp_efficiency", statistics.fmean),
+                     "lends_mean": stat("lends", statistics.fmean),
+                     "seeds": seeds})
     with atomic_open(out / "table.csv") as fh:
-        fh.write("app,technique,makespan_off_s,makespan_on_s,utilization_off,"
-                 "utilization_on,lends\n")
-        fh.writelines(",".join(str(x) for x in r) + "\n" for r in rows)
-    print(f"outputs under {out}/ (table.csv and one directory per run)")
+        keys = [k for k in rows[0] if k != "seeds"]
+        fh.write(",".join(keys) + ",seeds\n")
+        fh.writelines(",".join(str(r[k]) for k in keys) + "," + " ".join(map(str, r["seeds"]))
+                      + "\n" for r in rows)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    _print(rows, len(rows[0]["seeds"]))
+    print(f"outputs under {out}/ (table.csv, runs/<id>/ per run)")
     return 0
+
+
+def _print(rows: list[dict], n_seeds: int) -> None:
+    sd = n_seeds > 1
+    print(f"{'workload':<16}{'technique':<10}{'makespan off':>16}{'on':>16}{'change':>8}"
+          f"{'util off':>9}{'on':>7}{'occ off':>8}{'on':>7}{'E off':>7}{'on':>6}   published")
+    for off, on in zip(rows[::2], rows[1::2]):
+        def ms(r):
+            return (f"{r['makespan_s_mean']:,.0f} ± {r['makespan_s_sd']:,.0f}" if sd
+                    else f"{r['makespan_s_mean']:,.0f}")
+        change = (on["makespan_s_mean"] - off["makespan_s_mean"]) / off["makespan_s_mean"]
+        app = off["workload"].split("-", 1)[1]
+        print(f"{off['workload']:<16}{off['technique']:<10}{ms(off):>16}{ms(on):>16}"
+              f"{change:>+8.1%}{off['utilization_mean']:>9.1%}{on['utilization_mean']:>7.1%}"
+              f"{off['occupancy_mean']:>8.1%}{on['occupancy_mean']:>7.1%}"
+              f"{off['esp_efficiency_mean']:>7.2f}{on['esp_efficiency_mean']:>6.2f}   "
+              f"{_published(app, off['technique'])}")
 
 
 if __name__ == "__main__":

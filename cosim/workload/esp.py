@@ -11,8 +11,13 @@ stream ``stream(seed, "esp.order")`` (`cosim.core.rng`; the same permutation for
 **Arrival** ``esp``: the shortest prefix of the permutation whose hosts sum to at least
 ``2 x n_hosts`` is submitted at 0; the other ``m`` jobs follow at evenly spaced times
 ``k x 0.5 T_min / (m + 1)``, ``k = 1..m`` (regular intervals, as in the original benchmark;
-the last lands before 0.5 T_min). Arrival ``zero``: all 228 at 0. In both, Z1 is submitted at
-``0.10 T_min`` and Z2 at ``0.5 T_min`` (after the last non-Z job), both with
+the last lands before 0.5 T_min; ``span`` sets the 0.5). Arrival ``rca``, the RCA paper's
+(Eleliemy & Ciorba, arXiv:2103.05809): the same block at 0; the other ``m`` jobs in thirds,
+one every ``d = span x T_min / (m + 1)``; after the first and second thirds a Z job ``d``
+later, then nothing for ``gap x T_min`` (default 0.1), the next third starting ``d`` after
+that (`_rca_times`). Arrival ``zero``: all 228 at 0. In ``esp`` and ``zero``, Z1 is
+submitted at ``0.10 T_min`` and Z2 at ``0.5 T_min`` (after the last non-Z job); in all three
+both Z jobs have
 ``Job.priority = 1`` (the top; the other jobs have 0): the scheduler's drain rule keys on it.
 Submit times are rounded to whole seconds (half to even) so that tools reading SWF times as
 integers read them too. **Ids** 1..230 in ``(submit, Z after non-Z, permutation position)``
@@ -22,7 +27,8 @@ order. **Run time and app**: every job runs ``app`` (``mandelbrot`` or ``psia``)
 and must not be killed), and ``app_params = {"total_flop": p x target x s}`` (``p`` = pes,
 ``s`` = per-core FLOP/s, shortest exact decimal): scale the app's per-iteration costs so that
 they sum to this, and its ideal balanced run time on its PEs is the target (the ALS applies
-it). **In the SWF file** (`write_esp`, via `cosim.workload.swf_write`): field 4 = target,
+it). Other calibrations (``calibrate_by``: ``static``, ``table1``; `cosim.workload.esp_calibrate`)
+set other totals and app parameters, and make the default walltime factor 1.5. **In the SWF file** (`write_esp`, via `cosim.workload.swf_write`): field 4 = target,
 field 8 = pes, field 9 = walltime, field 14 = the category's number 1..14 (A..M, Z), status 1,
 unknown fields -1, and one header comment per category, ``; CosimApp: 3 category=C
 app=mandelbrot priority=0 total_flop=6.8352e+13``, that `cosim.workload.swf.read_swf` turns

@@ -6,7 +6,8 @@ the complex plane, sampled at pixel centres: pixel (row, col) has
 ``dx = (xmax - xmin) / width`` and ``dy = (ymax - ymin) / height`` (row 0 is the top, at
 ``ymax``; column 0 the left, at ``xmin``), evaluated in float64 exactly as written. The loop
 order maps iteration ``i`` to a pixel: ``order = "row"`` is row-major, ``i = row * width +
-col``; ``order = "column"`` is column-major, ``i = col * height + row``. The escape count of
+col``; ``order = "column"`` is column-major, ``i = col * height + row``; ``order =
+"shuffled"`` is the row-major pixels in a permutation keyed by ``order_seed``. The escape count of
 ``c`` is the first ``n >= 1`` with ``|z_n| > 2`` for ``z_0 = 0``, ``z_n = z_{n-1}^d + c``, or
 ``max_iter`` if there is none up to ``max_iter``; the arithmetic is float64 and defined
 exactly (see `step`), with the escape test ``x*x + y*y > 4.0``. The cost of a pixel is
@@ -28,6 +29,7 @@ from typing import Literal
 
 import numpy as np
 
+from cosim.core.rng import stream
 from cosim.workload.cache import cached_array
 from cosim.workload.costs import MAX_TASKS, TaskCosts
 
@@ -76,7 +78,12 @@ class MandelbrotParams:
     power:
         Exponent ``d`` of ``z^d + c``, an integer from 2 to 64.
     order:
-        ``"row"`` (``i = row * width + col``) or ``"column"`` (``i = col * height + row``).
+        ``"row"`` (``i = row * width + col``), ``"column"`` (``i = col * height + row``) or
+        ``"shuffled"``: the row-major pixels in a keyed random permutation,
+        ``stream(order_seed, "mandelbrot.order").permutation(width * height)``
+        (`cosim.core.rng`; iteration ``i`` computes row-major pixel ``perm[i]``).
+    order_seed:
+        The key of the shuffled order (an integer >= 0; ignored by the other orders).
     flop_per_iter:
         FLOP per step; defaults to `default_flop_per_iter` of ``power`` (8 for ``d = 2``).
     """
@@ -89,7 +96,8 @@ class MandelbrotParams:
     ymax: float = 1.25
     max_iter: int = 1000
     power: int = 2
-    order: Literal["row", "column"] = "row"
+    order: Literal["row", "column", "shuffled"] = "row"
+    order_seed: int = 0
     flop_per_iter: float | None = None
 
     def __post_init__(self) -> None:
@@ -104,6 +112,8 @@ class MandelbrotParams:
                              f"{self.width}x{self.height}")
         if not (self.xmin < self.xmax and self.ymin < self.ymax):
             raise ValueError("the region needs xmin < xmax and ymin < ymax")
+        if self.order_seed < 0:
+            raise ValueError(f"order_seed must be >= 0, got {self.order_seed}")
         if self.max_iter < 1:
             raise ValueError(f"max_iter must be >= 1, got {self.max_iter}")
         if not 2 <= self.power <= 64:
@@ -317,9 +327,12 @@ def compute(p: MandelbrotParams, *, cache_dir: os.PathLike | str | None = None) 
 
     counts = cached_array(cache_dir, "mandelbrot", p.count_key(), CODE_VERSION,
                           lambda: escape_image(p), check)
-    ordered = counts.ravel(order="C" if p.order == "row" else "F")
+    ordered = counts.ravel(order="F" if p.order == "column" else "C")
+    if p.order == "shuffled":
+        ordered = ordered[stream(p.order_seed, "mandelbrot.order").permutation(ordered.size)]
     label = (f"mandelbrot {p.width}x{p.height} it={p.max_iter}"
-             + (f" d={p.power}" if p.power != 2 else "") + f" {p.order}")
+             + (f" d={p.power}" if p.power != 2 else "") + f" {p.order}"
+             + (f" {p.order_seed}" if p.order == "shuffled" else ""))
     flop = ordered * float(p.flop_per_iter or default_flop_per_iter(p.power))
     return TaskCosts.from_array(flop, model="mandelbrot", label=label,
                                 params=dataclasses.asdict(p))
