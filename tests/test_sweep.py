@@ -110,6 +110,15 @@ def test_resume_redoes_only_missing_or_incomplete_runs(capsys, tmp_path, spec):
                for k, t in before.items())  # no finished run repeated
 
 
+def _signal_after_a_run(proc, out, sig):
+    """Send `sig` to the sweep `proc` once its table lists a finished run."""
+    t0 = time.monotonic()
+    while not ((out / "sweep.csv").exists() and len(table(out / "sweep.csv")) >= 1):
+        assert proc.poll() is None and time.monotonic() - t0 < 120, proc.stderr.read()
+        time.sleep(0.05)
+    proc.send_signal(sig)
+
+
 def test_a_sweep_killed_at_any_moment_loses_no_finished_run(tmp_path):
     """SIGKILL while the sweep runs (after a first run finished): the finished runs stay, the
     table lists them, and the same command finishes the rest without repeating them."""
@@ -123,11 +132,7 @@ def test_a_sweep_killed_at_any_moment_loses_no_finished_run(tmp_path):
     cmd = [sys.executable, "-m", "cosim", "sweep", str(path), "--out", str(out), "--quiet"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        t0 = time.monotonic()
-        while not ((out / "sweep.csv").exists() and len(table(out / "sweep.csv")) >= 1):
-            assert proc.poll() is None and time.monotonic() - t0 < 120, proc.stderr.read()
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
+        _signal_after_a_run(proc, out, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
@@ -380,11 +385,7 @@ def test_ctrl_c_stops_a_sweep_under_mpiexec_and_the_same_command_finishes_it(tmp
     out = tmp_path / "sw"
     proc = _mpi_sweep(tmp_path, coupled_spec, out, "--ranks-per-run", "2", popen=True)
     try:
-        t0 = time.monotonic()
-        while not ((out / "sweep.csv").exists() and len(table(out / "sweep.csv")) >= 1):
-            assert proc.poll() is None and time.monotonic() - t0 < 120, proc.stderr.read()
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        _signal_after_a_run(proc, out, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

@@ -115,16 +115,24 @@ def utilization(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     h_j r_j the outcomes cannot give: their `hosts` are every host they ever used) or shared
     hosts (each host counts once however many jobs use it).
     """
+    return _host_time_share(outcomes, n_hosts, allocations,
+                            lambda ran, a: busy_host_series(busy_rows(a)), _idle_tails)
+
+
+def _host_time_share(outcomes: Sequence[JobOutcome], n_hosts: int,
+                     allocations: np.ndarray | None, series: Any, held_back: Any) -> float:
+    """Counted host-time over ``N (max_j e_j - min_j b_j)``: with `allocations`, the integral
+    of ``series(ran, allocations) -> (times, hosts)``; else ``sum_j h_j r_j -
+    held_back(ran)``. 0.0 when no job ran or no time passed."""
     ran = _ran(outcomes)
     _, start, end, hosts = _columns(ran)
     span = _span(start, end)
     if not span:
         return 0.0
     if allocations is not None:
-        times, busy_hosts = busy_host_series(busy_rows(allocations))
-        return _dot(busy_hosts[:-1], np.diff(times)) / (n_hosts * span)
-    busy = _dot(hosts, end - start) - _idle_tails(ran)
-    return busy / (n_hosts * span)
+        times, counted = series(ran, allocations)
+        return _dot(counted[:-1], np.diff(times)) / (n_hosts * span)
+    return (_dot(hosts, end - start) - held_back(ran)) / (n_hosts * span)
 
 
 def occupancy(outcomes: Sequence[JobOutcome], n_hosts: int, *,
@@ -140,16 +148,12 @@ def occupancy(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     integral of the occupied hosts of the log (the rule of `loss_of_capacity`): the same
     number for runs without resizes or shared hosts. 0.0 when no job ran or no time passed.
     """
-    ran = _ran(outcomes)
-    _, start, end, hosts = _columns(ran)
-    span = _span(start, end)
-    if not span:
-        return 0.0
-    if allocations is not None:
-        times, occupied = _occupied_series(ran, allocations)
-        return _dot(occupied[:-1], np.diff(times)) / (n_hosts * span)
-    lent = sum(o.end - t for o in ran if o.lent for _, t in o.lent)  # type: ignore[operator]
-    return (_dot(hosts, end - start) - lent) / (n_hosts * span)
+    return _host_time_share(outcomes, n_hosts, allocations, _occupied_series, _lent_tails)
+
+
+def _lent_tails(ran: Sequence[JobOutcome]) -> int:
+    """Host-time between each lend and its owner's end (no longer the owner's)."""
+    return sum(o.end - t for o in ran if o.lent for _, t in o.lent)  # type: ignore[operator]
 
 
 def esp_efficiency(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
