@@ -157,3 +157,25 @@ def test_quantum_delays_decisions_to_its_multiples():
     for o in coarse.outcomes:
         assert o.status == "completed"
         assert o.start % (10 * S) == 0 and o.start >= o.job.submit  # decided on the quantum
+
+
+def test_jobs_of_one_size_share_their_scaled_costs_within_a_budget(ib256, monkeypatch):
+    """Scaled cost arrays are kept per (app, parameters, total work) — later jobs of the same
+    size reuse them, read-only — and the least recently used go when the budget is full."""
+    from cosim.als import manager
+
+    sim = AppSimulator(platform=ib256, config=als())
+    sim.apply([start(1, 0, [0, 1]), start(2, 0, [2, 3]), start(3, 0, [4], total_flop=8e6)])
+    costs = {j: sim._apps[j].run.costs for j in (1, 2, 3)}
+    assert costs[1] is costs[2] and costs[3] is not costs[1]
+    assert costs[3].total == pytest.approx(8e6) and costs[1].total == pytest.approx(4e6)
+    assert not costs[1].flop.flags.writeable and not costs[1].prefix.flags.writeable
+    n = costs[1].n  # 24 x 24 pixels
+    monkeypatch.setattr(manager, "SCALED_COSTS_BUDGET", 2 * n)
+    sim.apply([start(4, 0, [5])])  # 4e6 used again: now more recent than 8e6
+    sim.apply([start(5, 0, [6], total_flop=2e6)])  # over the budget: one must go
+    sim.apply([start(7, 0, [8])])
+    assert sim._apps[4].run.costs is sim._apps[7].run.costs is costs[1]  # kept
+    sim.apply([start(6, 0, [7], total_flop=8e6)])
+    assert sim._apps[6].run.costs is not costs[3]  # 8e6 was the least recently used: gone
+    assert sim._scaled_n <= 2 * n

@@ -113,6 +113,10 @@ from cosim.protocol.messages import (
 )
 from cosim.workload import TaskCosts, load_app
 
+#: Iterations of scaled cost arrays an `AppSimulator` keeps for later jobs of the same app,
+#: parameters and total work (about 24 bytes each: costs and two prefix sums; 100 MiB)
+SCALED_COSTS_BUDGET = 1 << 22
+
 __all__ = ["AlsConfig", "AppSimulator"]
 
 _NEVER = 1 << 62
@@ -443,6 +447,10 @@ class AppSimulator:
         self._cache_dir = cache_dir
         self._pe_hosts = platform.pe_hosts()
         self._base: dict[tuple[str, tuple[tuple[str, str], ...]], TaskCosts] = {}
+        # scaled costs by (app, parameters, total_flop), least recently used first, at most
+        # `SCALED_COSTS_BUDGET` iterations in all: an ESP workload has 14 sizes for 230 jobs
+        self._scaled: dict[tuple[Any, ...], TaskCosts] = {}
+        self._scaled_n = 0
         self._apps: dict[int, _App] = {}
         self._granted = -1
         self.results: dict[int, LoopResult] = {}
@@ -480,6 +488,19 @@ class AppSimulator:
             self._base[key] = base
         if total is None:
             return base
+        scaled = self._scaled.pop((*key, total), None)
+        if scaled is None:
+            scaled = self._scale(base, total)
+            self._scaled_n += scaled.n
+            while self._scaled and self._scaled_n > SCALED_COSTS_BUDGET:
+                oldest = next(iter(self._scaled))
+                self._scaled_n -= self._scaled.pop(oldest).n
+        self._scaled[(*key, total)] = scaled  # (re)inserted last: the most recently used
+        return scaled
+
+    @staticmethod
+    def _scale(base: TaskCosts, total: str) -> TaskCosts:
+        """`base` scaled to sum to `total` FLOP (its arrays read-only: jobs share them)."""
         try:
             target = float(total)
         except ValueError:
@@ -487,9 +508,12 @@ class AppSimulator:
                              field="app_params") from None
         if not target > 0 or base.total <= 0:
             raise InputError("total_flop and the app's costs must be > 0", field="app_params")
-        return TaskCosts.from_array(base.flop * (target / base.total), model=base.model,
-                                    label=f"{base.label} x{target / base.total:.4g}",
-                                    params={**base.params, "total_flop": total})
+        scaled = TaskCosts.from_array(base.flop * (target / base.total), model=base.model,
+                                      label=f"{base.label} x{target / base.total:.4g}",
+                                      params={**base.params, "total_flop": total})
+        for a in (scaled.flop, scaled.prefix, scaled.prefix_sq):
+            a.flags.writeable = False
+        return scaled
 
     def _start(self, cmd: StartApp) -> None:
         if cmd.job_id in self._apps or cmd.job_id in self.results:
