@@ -272,14 +272,16 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
                      allocations=result.allocations)
 
 
-def serve_als(run: Prepared, comm: Any) -> None:
-    """The part of an ALS rank (1..K-1) in a prepared run: simulate the apps rank 0 sends."""
+def serve_als(run: Prepared, comm: Any, abandoned: Callable[[], bool] | None = None) -> None:
+    """The part of an ALS rank (1..K-1) in a prepared run: simulate the apps rank 0 sends.
+    `abandoned()`: polled until rank 0's hello; True ends the part (a sweep's run that
+    failed on its first rank before the hello)."""
     if not run.coupled:
         return  # a batch-only run happens on rank 0 alone
     from cosim.als.manager import AppSimulator
     from cosim.transport.mpi import serve
 
-    serve(comm, lambda: AppSimulator(platform=run.platform, config=run.als))
+    serve(comm, lambda: AppSimulator(platform=run.platform, config=run.als), abandoned)
 
 
 def plan(opt: RunOptions) -> list[RunOptions]:

@@ -9,8 +9,8 @@ run is prepared (its workload read, its platform loaded) too: a bad spec is one 
 the file, the line and the key, exit 2.
 
 Each run has an id derived from its configuration (`run_id`: 12 hex digits of a SHA-256 of
-every option that changes results), so a run keeps its id when the spec is reordered or
-extended. It writes its usual files under ``DIR/runs/<id>/``; its ``summary.json``, written
+its workload and every other option that changes results and differs from its default), so
+a run keeps its id when the spec is reordered or extended, or cosim gains an option. It writes its usual files under ``DIR/runs/<id>/``; its ``summary.json``, written
 last, marks it finished, and its ``config.json`` says what it ran. ``DIR/sweep.csv`` has one
 row per finished run — the varying options, then every metric — rewritten atomically after
 each run. Running the same command again resumes: finished runs whose configuration matches

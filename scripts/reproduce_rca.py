@@ -20,7 +20,8 @@ The runs go through `cosim.sweep` (resumable: run the command again after an int
 ``--jobs N`` runs N at once) under ``OUT/runs/<id>/``; the table is also written to
 ``OUT/table.csv``, and ``--json`` prints it as a list of objects (``workload``,
 ``technique``, ``rca``, ``makespan_s_mean``, ``makespan_s_sd``, ``utilization_mean``,
-``occupancy_mean``, ``esp_efficiency_mean``, ``seeds``) for a program to check. Usage:
+``utilization_sd``, ``occupancy_mean``, ``esp_efficiency_mean``, ``lends_mean``, ``seeds``)
+for a program to check. Usage:
 ``python scripts/reproduce_rca.py [--paper] [--apps psia,mandelbrot] [--techniques
 STATIC,GSS,FAC2,AF] [--seeds 0-5] [--calibrate none|static] [--app-overrides K=V] [--jobs N]
 [--out DIR] [--json]``.
@@ -35,7 +36,7 @@ import sys
 from pathlib import Path
 
 from cosim.config import parse_pairs
-from cosim.core.files import atomic_open
+from cosim.core.files import atomic_open, hold_dir
 from cosim.errors import InputError
 from cosim.experiment import RunOptions, prepare
 from cosim.paths import TRACES_DIR
@@ -121,7 +122,7 @@ def main() -> int:
                     "30 s, seeds 0-5 (module docstring)")
     ap.add_argument("--apps", default="psia,mandelbrot")
     ap.add_argument("--techniques", default="STATIC,GSS,FAC2,AF")
-    ap.add_argument("--seeds", default="0-5", help="--paper: the order seeds (default 0-5)")
+    ap.add_argument("--seeds", default=None, help="--paper: the order seeds (default 0-5)")
     ap.add_argument("--calibrate", choices=("none", "static"), default="none",
                     help="without --paper: static = each job's STATIC run time is its target")
     ap.add_argument("--app-overrides", action="append", default=[], metavar="K=V",
@@ -143,6 +144,13 @@ def main() -> int:
         if args.jobs < 1:
             raise InputError(f"must be at least 1, got {args.jobs}", field="jobs")
         techniques = [t.strip() for t in args.techniques.split(",") if t.strip()]
+        if not techniques:
+            raise InputError(f"expected a comma list of techniques, got {args.techniques!r}",
+                             field="techniques")
+        if args.seeds is not None and not args.paper:
+            raise InputError("seeds vary the order of the --paper workloads; the shipped "
+                             "traces have one", field="seeds")
+        args.seeds = args.seeds or "0-5"
         cells, runs = [], []
         for app in apps:
             loads = workloads(app, args, out, overrides)
@@ -163,7 +171,15 @@ def main() -> int:
     except InputError as exc:
         print(f"reproduce_rca: error: {exc}", file=sys.stderr)
         return 2
-    summaries = dict(zip((r.id for r in runs), run_sweep(runs, out, jobs=args.jobs)))
+    try:
+        with hold_dir(out):  # another live reproduction into `out` gets a clear error
+            summaries = dict(zip((r.id for r in runs), run_sweep(runs, out, jobs=args.jobs)))
+    except InputError as exc:
+        print(f"reproduce_rca: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # finished runs stay: the same command resumes
+        print("reproduce_rca: interrupted (the same command resumes)", file=sys.stderr)
+        return 130
     rows = []
     for app, technique, rca, seeds, ids in cells:
         s = [summaries[i] for i in ids]

@@ -45,7 +45,8 @@ def test_rca_arrival_keeps_the_order_and_splits_uneven_thirds():
     """The same permutation as arrival esp (only the times differ); m = 3q + r later jobs:
     the first r thirds get one more."""
     plat = load_platform("ib256")
-    for hosts in (16, 40, 100):
+    ms = set()
+    for hosts in (16, 40, 100, 3, 7):  # m % 3 takes 0, 1 and 2 among them
         a = generate_esp(app="psia", platform=plat, seed=3, hosts=hosts, arrival="esp")
         b = generate_esp(app="psia", platform=plat, seed=3, hosts=hosts, arrival="rca",
                          gap=0.25, span=0.4)
@@ -54,6 +55,7 @@ def test_rca_arrival_keeps_the_order_and_splits_uneven_thirds():
         assert order == [(j.category, j.hosts) for j in sorted(
             b.jobs, key=lambda j: (j.submit, j.id)) if j.category != "Z"]
         m = 228 - b.initial_block
+        ms.add(m % 3)
         z1, z2 = sorted(j.submit for j in b.jobs if j.category == "Z")
         later = sorted(j.submit for j in b.jobs if j.category != "Z")[b.initial_block:]
         first = m // 3 + (1 if m % 3 else 0)
@@ -62,6 +64,7 @@ def test_rca_arrival_keeps_the_order_and_splits_uneven_thirds():
         assert sum(z1 < t < z2 for t in later) == second
         gap = 0.25 * b.t_min
         assert min(t for t in later if t > z1) - z1 >= round(gap / S) * S  # the pause
+    assert ms == {0, 1, 2}  # every remainder of m / 3 was tried
 
 
 @pytest.mark.parametrize("app", ["psia", "mandelbrot"])
@@ -141,7 +144,11 @@ def test_generator_options_on_the_command_line(tmp_path, capsys):
                                             "--arrival rca"),
                          (["--arrival", "rca", "--gap", "-1"], "field gap: must be a number"),
                          (["--paper-scale", "0"], "field paper-scale: must be a number > 0"),
-                         (["--app-param", "widht=3"], "widht")):
+                         (["--app-param", "widht=3"], "widht"),
+                         (["--calibrate", "table1", "--app-param", "max_iter=9"],
+                          "field app-param.max_iter: max_iter is set by the calibration"),
+                         (["--app-param", "total_flop=9"], "field app-param.total_flop"),
+                         (["--arrival", "zero", "--span", "0.3"], "field span")):
         capsys.readouterr()
         code = main(["workload", "esp", "--app", "mandelbrot", "--hosts", "16",
                      "-o", str(tmp_path / "bad.swf"), *args])

@@ -46,6 +46,8 @@ def test_paper_preset_json_over_two_seeds(tmp_path):
 def test_bad_input_is_one_line(tmp_path):
     for args, needle in ((["--apps", "nope"], "field apps"),
                          (["--paper", "--seeds", "x"], "field seeds"),
+                         (["--seeds", "0-2"], "field seeds"),
+                         (["--techniques", ","], "field techniques"),
                          (["--techniques", "NOPE", "--apps", "psia"], "NOPE"),
                          (["--app-overrides", "widht=1", "--apps", "mandelbrot"], "widht")):
         proc = _script(*args, "--out", "bad", tmp=tmp_path)

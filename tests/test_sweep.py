@@ -401,3 +401,29 @@ def test_ctrl_c_stops_a_sweep_under_mpiexec_and_the_same_command_finishes_it(tmp
     assert len(rows) == 8 and len({r["id"] for r in rows}) == 8
     assert all((out / "runs" / k / "summary.json").stat().st_mtime_ns == t
                for k, t in done.items())
+
+
+@pytest.mark.parametrize("case, ranks, expected", [
+    ("leader-fails", 3, ["RuntimeError: boom before the hello"]),
+    ("member-fails", 3, ["CosimError: rank 1 of the run's group could not prepare it: "
+                         "ValueError: cannot prepare"]),
+    ("many", 5, None)])
+def test_groups_end_cleanly_when_a_run_fails_before_its_hello(tmp_path, case, ranks, expected):
+    """`sweep_on_ranks` with groups of 2 (tests/mpi/sweep_groups.py): a run that fails on its
+    leader before the run's hello, or on a member while it prepares, is that run's error —
+    no rank is left waiting — and with two groups (-n 5) the runs go to both leaders."""
+    import ast
+    from pathlib import Path
+
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    driver = Path(__file__).parent / "mpi" / "sweep_groups.py"
+    proc = subprocess.run([str(mpiexec), "-n", str(ranks), sys.executable, str(driver), case],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
+    result = ast.literal_eval(line[len("RESULT "):])
+    if expected is not None:
+        assert result == expected
+    else:  # six runs handed out as leaders free up: each on a group of 2, both groups used
+        assert len(result) == 6 and {size for size, _ in result} == {2}
+        assert {leader for _, leader in result} == {1, 3}

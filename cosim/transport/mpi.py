@@ -84,9 +84,10 @@ class MpiAls:
             comm.send(RoundMessage(kind=Kind.HELLO), dest=r, tag=TAG_DOWN)
         try:
             replies = self._receive_all()
+            self._note_gone(replies)
             for rank, reply in enumerate(replies[1:], start=1):
                 if reply.error is not None:
-                    self._failed(rank, reply.error)
+                    _raise(rank, reply.error)
         except KeyboardInterrupt:  # this rank's, or an ALS rank's: the others must stop too
             self.close(interrupted=True)
             raise
@@ -116,9 +117,10 @@ class MpiAls:
         replies = self._receive_all()
         if local_error is not None:
             raise local_error
+        self._note_gone(replies)
         for rank, reply in enumerate(replies[1:], start=1):
             if reply.error is not None:
-                self._failed(rank, reply.error)
+                _raise(rank, reply.error)
             own.append(list(reply.facts))
             promises.append(reply.promise)
         facts = merge_facts(own)
@@ -137,12 +139,11 @@ class MpiAls:
         parts = [ep.totals() for ep in self.local.values()] + list(totals[1:])
         return merge_totals(parts, wall)
 
-    def _failed(self, rank: int, error: str) -> None:
-        """An ALS rank answered with an error: raise it (an interrupted rank has sent its
-        last message: `close` does not wait for another)."""
-        if error.startswith("KeyboardInterrupt"):
-            self._gone.add(rank)
-        _raise(rank, error)
+    def _note_gone(self, replies: list) -> None:
+        """The ranks that answered they were interrupted have sent their last message:
+        `close` waits for no other from them."""
+        self._gone.update(r for r, reply in enumerate(replies) if r and reply.error
+                          and reply.error.startswith("KeyboardInterrupt"))
 
     def _receive_all(self) -> list:
         """One message from every ALS rank (index = rank; index 0 unused)."""
@@ -192,12 +193,13 @@ class MpiAls:
                 waiting.discard(r)
 
 
-def serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint]) -> None:
+def serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint],
+          abandoned: Callable[[], bool] | None = None) -> None:
     """The loop of an ALS rank for one co-simulation: answer rounds until the stop, running
     the apps ahead while rank 0 has nothing for this rank. Interrupted (Ctrl-C, SIGTERM), it
     tells rank 0 so before it leaves: rank 0 then neither waits for it nor hangs."""
     try:
-        _serve(comm, make_apps)
+        _serve(comm, make_apps, abandoned)
     except KeyboardInterrupt:
         comm.send(Reply(error="KeyboardInterrupt: interrupted"), dest=0, tag=TAG_UP)
         _await_stop(comm, deadline=time.monotonic() + SHUTDOWN_S)
@@ -222,9 +224,15 @@ class StoppedByInterrupt(Exception):
     (status 0) instead of waiting for a next run that will never come."""
 
 
-def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint]) -> None:
-    while not comm.Iprobe(source=0, tag=TAG_DOWN):
-        os.sched_yield()
+def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint],
+           abandoned: Callable[[], bool] | None) -> None:
+    while not comm.Iprobe(source=0, tag=TAG_DOWN):  # the hello
+        if abandoned is not None:  # a sweep's run that failed on rank 0 before its hello
+            if abandoned():
+                return
+            time.sleep(0.001)
+        else:
+            os.sched_yield()
     hello = comm.recv(source=0, tag=TAG_DOWN)
     comm.send(Reply(version=PROTOCOL_VERSION), dest=0, tag=TAG_UP)
     if hello.version != PROTOCOL_VERSION:

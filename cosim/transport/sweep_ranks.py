@@ -10,8 +10,8 @@ communicator), so a run's files are those of the serial sweep whatever R (R = 1:
 rank simulates its runs alone). A task of mpi4py.futures cannot carry a communicator, so a
 leader holds its group in this module while it serves (`_LEADING`, set and cleared by
 `sweep_on_ranks`; the only process state of cosim, and MPI's own is process state too).
-Between runs the others wait with a sleeping probe (a blocking receive would spin a core the
-running groups need). The end: rank 0 leaves the executor, the leaders leave its worker loop
+Between runs, and for a run's hello, the others wait with a sleeping probe (a blocking
+receive would spin a core the running groups need). The end: rank 0 leaves the executor, the leaders leave its worker loop
 and send their groups the stop (``None``).
 """
 
@@ -27,11 +27,13 @@ from typing import Any, TypeVar
 
 from mpi4py import MPI
 
+from cosim.errors import CosimError
+
 __all__ = ["layout_problem", "sweep_on_ranks"]
 
 T = TypeVar("T")
 TAG_RUN = 11  # leader -> the rest of its group: the next run's options, or None to stop
-TAG_READY = 12  # group member -> leader: True, ready for the run sent; False, it left
+TAG_READY = 12  # group member -> leader: None, ready for the run sent; else why it is not
 #: How long a waiting rank sleeps between probes (a member for its next run, a leader for
 #: its members' answers)
 IDLE_S = 0.002
@@ -63,8 +65,9 @@ class _Lead:
             self.pending = signum
 
     def hold(self) -> None:
-        for sig in _SIGNALS:
-            signal.signal(sig, self.note)
+        for sig, handler in self.handlers.items():
+            if callable(handler):  # an ignored signal stays ignored
+                signal.signal(sig, self.note)
 
     def release(self) -> None:
         for sig, handler in self.handlers.items():
@@ -95,11 +98,12 @@ def layout_problem(size: int, per_run: int) -> str | None:
 
 def sweep_on_ranks(comm: MPI.Comm, per_run: int, sweep: Callable[[Executor, Callable], T],
                    execute_run: Callable[..., dict], prepare: Callable[[Any], Any],
-                   serve_run: Callable[[Any, MPI.Comm], None]) -> T | None:
+                   serve_run: Callable[..., None]) -> T | None:
     """Run `sweep(executor, run)` on rank 0 of `comm`, which hands runs ``run(opt, run_dir)``
     to the groups through `executor`; every other rank serves until rank 0 is done (returns
     None). `execute_run(opt, run_dir, comm=group)`: a leader's part of a run (its summary);
-    `serve_run(prepare(opt), group)`: the part of the group's other ranks. Collective over
+    `serve_run(prepare(opt), group, abandoned)`: the part of the group's other ranks
+    (`abandoned()` says the run failed on its leader before its hello). Collective over
     `comm`; the layout must pass `layout_problem`."""
     from mpi4py.futures import MPICommExecutor
 
@@ -148,8 +152,8 @@ class _GroupRun:
         lead = _LEADING[-1]
         if lead.interrupted:
             raise KeyboardInterrupt
-        lead.release()
         try:
+            lead.release()
             lead.raise_pending()
             _hand_out(lead, opt)
             return self.execute_run(opt, run_dir, comm=lead.group)
@@ -163,22 +167,28 @@ class _GroupRun:
 
 def _hand_out(lead: _Lead, opt: Any) -> None:
     """Send the run to the members and wait, in a sleeping probe (where a Ctrl-C is raised at
-    once, unlike in a blocking MPI call), until each says it is ready; KeyboardInterrupt if
-    one says it left (it was interrupted)."""
+    once, unlike in a blocking MPI call), until each has answered; then raise the first
+    problem one reported: KeyboardInterrupt if it left (it was interrupted), else its error
+    (it could not prepare the run)."""
     group = lead.group
     for member in range(1, group.size):
         group.send(opt, dest=member, tag=TAG_RUN)
-    waiting = group.size - 1
+    answers: dict[int, str | None] = {}
     status = MPI.Status()
-    while waiting:
+    while len(answers) < group.size - 1:
         if not group.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_READY, status=status):
             time.sleep(IDLE_S)
             continue
         member = status.Get_source()
-        if not group.recv(source=member, tag=TAG_READY):
+        answers[member] = group.recv(source=member, tag=TAG_READY)
+    for member, problem in sorted(answers.items()):
+        if problem is not None and problem.startswith("KeyboardInterrupt"):
             lead.left.add(member)
             raise KeyboardInterrupt
-        waiting -= 1
+    for member, problem in sorted(answers.items()):
+        if problem is not None:
+            raise CosimError(f"rank {member} of the run's group could not prepare it: "
+                             f"{problem}")
 
 
 def _stop_group(lead: _Lead) -> None:
@@ -188,7 +198,8 @@ def _stop_group(lead: _Lead) -> None:
     status = MPI.Status()
     while group.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_READY, status=status):
         member = status.Get_source()
-        if not group.recv(source=member, tag=TAG_READY):
+        problem = group.recv(source=member, tag=TAG_READY)
+        if problem is not None and problem.startswith("KeyboardInterrupt"):
             lead.left.add(member)
     for member in range(1, group.size):
         if member not in lead.left:
@@ -196,9 +207,11 @@ def _stop_group(lead: _Lead) -> None:
 
 
 def _serve_group(group: MPI.Comm, prepare: Callable[[Any], Any],
-                 serve_run: Callable[[Any, MPI.Comm], None]) -> None:
+                 serve_run: Callable[..., None]) -> None:
     """A group member's part: prepare and serve each run its leader sends until the stop.
-    Interrupted before it is ready, it tells the leader it left; a run its leader stopped on
+    It answers each run: ready, or why not — interrupted (it leaves), or its error (it waits
+    for the next run; the leader fails this one). Serving, it gives up a run whose leader
+    failed before the run's hello (the stop comes instead), and a run its leader stopped on
     an interrupt ends its part quietly (there is no next run)."""
     from cosim.transport.mpi import StoppedByInterrupt
 
@@ -209,12 +222,16 @@ def _serve_group(group: MPI.Comm, prepare: Callable[[Any], Any],
             opt = group.recv(source=0, tag=TAG_RUN)
             if opt is None:
                 return
-            run = prepare(opt)
+            try:
+                run = prepare(opt)
+            except Exception as exc:  # noqa: BLE001 - the leader reports it
+                group.send(f"{type(exc).__name__}: {exc}", dest=0, tag=TAG_READY)
+                continue
         except KeyboardInterrupt:
-            group.send(False, dest=0, tag=TAG_READY)
+            group.send("KeyboardInterrupt: interrupted", dest=0, tag=TAG_READY)
             raise
-        group.send(True, dest=0, tag=TAG_READY)
+        group.send(None, dest=0, tag=TAG_READY)
         try:
-            serve_run(run, group)
+            serve_run(run, group, lambda: group.Iprobe(source=0, tag=TAG_RUN))
         except StoppedByInterrupt:
             return

@@ -248,6 +248,9 @@ def generate_esp(
             raise InputError(f"must be a number >= {low}, got {value!r}", field=name)
     if gap is not None and arrival != "rca":
         raise InputError("a gap after the Z jobs belongs to --arrival rca", field="gap")
+    if span != DEFAULT_SPAN and arrival == "zero":
+        raise InputError("--arrival zero submits every job at 0: there is no span",
+                         field="span")
     if arrival == "rca" and gap is None:
         gap = DEFAULT_GAP
     if isinstance(walltime_factor, bool) or not isinstance(walltime_factor, (int, float)) \
@@ -311,7 +314,8 @@ def generate_esp(
         ("Note", ("ESP (Effective System Performance) benchmark job mix, Wong, Oliker, "
                   "Kramer, Kaltz & Bailey 2000: 230 jobs in 14 categories; run time (field 4) "
                   "= the target time" + (" = the app's ideal balanced run time on the job's "
-                                         "PEs" if calibrate_by == "balanced" else "")
+                                         "PEs" if calibrate_by == "balanced"
+                                         and paper_scale == 1 else "")
                   + f"; requested time (field 9) = ceil({walltime_factor:g} x target); executable "
                   "number (field 14) = category 1..14 (A..M, Z) as described by the CosimApp "
                   "comments")),
@@ -324,7 +328,8 @@ def generate_esp(
                       f"T_min: Z1 at {z_times[0]} s, Z2 at {z_times[1]} s"
                       if arrival == "rca" else "Z1 at 0.10 T_min, Z2 at 0.5 T_min")
                   + ", both priority 1")),
-        *((("Note", f"work: {work.note}"),) if calibrate_by != "balanced" else ()),
+        *((("Note", f"work: {work.note}"),)
+          if calibrate_by != "balanced" or paper_scale != 1 else ()),
         *((("Note", "STATIC run time / target: " + " ".join(
             f"{c}={r:.3f}" for c, r in work.static_over_target.items() if r is not None)),)
           if calibrate_by == "table1" and app == "mandelbrot" else ()),

@@ -92,6 +92,11 @@ def calibrate(rule: str, *, app: str, mix: Sequence, sizes: Mapping[str, int],
             or not (math.isfinite(paper_scale) and paper_scale > 0):
         raise InputError(f"must be a number > 0, got {paper_scale!r}", field="paper-scale")
     params = dict(params or {})
+    owned = {"total_flop"} | ({"images" if app == "psia" else "max_iter"}
+                              if rule == "table1" else set())
+    for key in sorted(owned & set(params)):
+        raise InputError(f"{key} is set by the calibration ({rule}), not by a parameter",
+                         field=f"app-param.{key}")
     from cosim.workload.apps import resolve_app
 
     resolve_app(app, overrides=params)  # a bad parameter now, not when the first job starts
@@ -105,7 +110,8 @@ def calibrate(rule: str, *, app: str, mix: Sequence, sizes: Mapping[str, int],
             out[t.category] = {**params, "total_flop": shortest(
                 paper_scale * pes * t.target_s * speed)}
             ratio[t.category] = None
-        return Calibration(out, ratio, "balanced: total_flop = pes x target x speed")
+        return Calibration(out, ratio, "balanced: total_flop = pes x target x speed"
+                           + (f" x paper_scale {paper_scale:g}" if paper_scale != 1 else ""))
     if rule == "static":
         for t in mix:
             h = sizes[t.category]
