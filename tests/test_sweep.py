@@ -137,13 +137,22 @@ def test_a_sweep_killed_at_any_moment_loses_no_finished_run(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-    done = {r["id"]: (out / "runs" / r["id"] / "summary.json").stat().st_mtime_ns
-            for r in table(out / "sweep.csv")}
+    done = _finished(out)
     assert 1 <= len(done) < 6
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    _resumed(out, done, 6, subprocess.run(cmd, capture_output=True, text=True, timeout=300))
+
+
+def _finished(out):
+    """The finished runs of a sweep: id -> when its summary.json was written."""
+    return {r["id"]: (out / "runs" / r["id"] / "summary.json").stat().st_mtime_ns
+            for r in table(out / "sweep.csv")}
+
+
+def _resumed(out, done, n, again):
+    """`again` (the same command) finished the sweep's `n` runs without redoing `done`."""
     assert again.returncode == 0, again.stderr
     rows = table(out / "sweep.csv")
-    assert len(rows) == 6 and len({r["id"] for r in rows}) == 6
+    assert len(rows) == n and len({r["id"] for r in rows}) == n
     assert all((out / "runs" / k / "summary.json").stat().st_mtime_ns == t
                for k, t in done.items())
 
@@ -392,15 +401,9 @@ def test_ctrl_c_stops_a_sweep_under_mpiexec_and_the_same_command_finishes_it(tmp
             proc.kill()
     assert proc.returncode == 130, err
     assert err.count("cosim: interrupted") == 1 and "Traceback" not in err, err
-    done = {r["id"]: (out / "runs" / r["id"] / "summary.json").stat().st_mtime_ns
-            for r in table(out / "sweep.csv")}
+    done = _finished(out)
     assert 1 <= len(done) < 8
-    again = _mpi_sweep(tmp_path, coupled_spec, out, "--ranks-per-run", "2")
-    assert again.returncode == 0, again.stderr
-    rows = table(out / "sweep.csv")
-    assert len(rows) == 8 and len({r["id"] for r in rows}) == 8
-    assert all((out / "runs" / k / "summary.json").stat().st_mtime_ns == t
-               for k, t in done.items())
+    _resumed(out, done, 8, _mpi_sweep(tmp_path, coupled_spec, out, "--ranks-per-run", "2"))
 
 
 @pytest.mark.parametrize("case, ranks, expected", [
