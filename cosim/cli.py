@@ -251,7 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "time = target; table1: the RCA paper's Table 1 (Mandelbrot max_iter, "
                      "PSIA images per category; see cosim/workload/esp_calibrate.py)")
     esp.add_argument("--paper-scale", type=float, default=1.0, metavar="X",
-                     help="multiply every job's work by X (default 1)")
+                     help="multiply every job's work by X (default 1; raise "
+                     "--walltime-factor with it, or jobs overrun their requested time)")
     esp.add_argument("--app-param", action="append", metavar="K=V", default=[],
                      help="app-model parameter for every job, e.g. the Mandelbrot window "
                      "(repeatable; written into the CosimApp comments)")
