@@ -779,6 +779,18 @@ class _Terminated(KeyboardInterrupt):
         raise _Terminated()
 
 
+def _unraisable(info: Any) -> None:
+    """`sys.unraisablehook`: a Ctrl-C (or SIGTERM) that Python raised inside a callback it
+    cannot raise from (a weakref or finalizer run by the garbage collector) would be printed
+    as "Exception ignored ... Traceback ... KeyboardInterrupt" and lost; the signal is raised
+    again instead, so the interrupt takes its usual path. Anything else is printed as Python
+    does."""
+    if info.exc_type is not None and issubclass(info.exc_type, KeyboardInterrupt):
+        signal.raise_signal(getattr(info.exc_value, "signum", signal.SIGINT))
+        return
+    sys.__unraisablehook__(info)
+
+
 def _on_termination(handler: Any) -> Any:
     """Install `handler` for SIGTERM (in the main thread only); returns the one before."""
     if handler is None or threading.current_thread() is not threading.main_thread():
@@ -800,6 +812,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     previous = _on_termination(_Terminated.raise_for)
+    hook, sys.unraisablehook = sys.unraisablehook, _unraisable
     try:
         _check_numbers(args)
         return args.handler(args)
@@ -825,3 +838,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     finally:
         _on_termination(previous)
+        sys.unraisablehook = hook

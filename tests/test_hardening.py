@@ -438,3 +438,29 @@ def test_app_overrides_are_checked_against_the_workload_before_simulating(capsys
                        "--app-overrides", override, "--out", str(tmp_path / "o"))
     one_line_error(code, err, needle, "(for the mandelbrot jobs of the workload)")
     assert not (tmp_path / "o").exists()
+
+
+def test_an_interrupt_lost_in_a_gc_callback_is_raised_again():
+    """Python cannot raise a Ctrl-C that lands inside a weakref callback and would print
+    "Exception ignored ... KeyboardInterrupt" and go on; cosim's hook raises the signal
+    again, so the interrupt takes its usual path. Other unraisable errors print as usual."""
+    import types
+
+    from cosim.cli import _unraisable
+
+    info = types.SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(),
+                                 exc_traceback=None, err_msg=None, object=None)
+    with pytest.raises(KeyboardInterrupt):
+        _unraisable(info)
+    class Broken:
+        def __del__(self):
+            raise ValueError("x")
+
+    err = io.StringIO()
+    saved = sys.stderr, sys.unraisablehook
+    sys.stderr, sys.unraisablehook = err, _unraisable
+    try:
+        Broken()  # its finalizer fails: an unraisable error, printed as Python does
+    finally:
+        sys.stderr, sys.unraisablehook = saved
+    assert "ValueError: x" in err.getvalue()
