@@ -184,19 +184,19 @@ def main() -> int:
     for app, technique, rca, seeds, ids in cells:
         s = [summaries[i] for i in ids]
 
-        def stat(key, fn):
-            vals = [x[key] for x in s]
-            return fn(vals) if len(vals) > 1 or fn is statistics.fmean else 0.0
+        def mean(key):
+            return statistics.fmean(x[key] for x in s)
+
+        def sd(key):  # the sample standard deviation; 0 for one seed
+            return statistics.stdev(x[key] for x in s) if len(s) > 1 else 0.0
 
         rows.append({"workload": f"ESP-{app}", "technique": technique, "rca": rca,
-                     "makespan_s_mean": stat("makespan_s", statistics.fmean),
-                     "makespan_s_sd": stat("makespan_s", statistics.stdev),
-                     "utilization_mean": stat("utilization", statistics.fmean),
-                     "utilization_sd": stat("utilization", statistics.stdev),
-                     "occupancy_mean": stat("occupancy", statistics.fmean),
-                     "esp_efficiency_mean": stat("esp_efficiency", statistics.fmean),
-                     "lends_mean": stat("lends", statistics.fmean),
-                     "seeds": seeds})
+                     "makespan_s_mean": mean("makespan_s"), "makespan_s_sd": sd("makespan_s"),
+                     "utilization_mean": mean("utilization"),
+                     "utilization_sd": sd("utilization"),
+                     "occupancy_mean": mean("occupancy"),
+                     "esp_efficiency_mean": mean("esp_efficiency"),
+                     "lends_mean": mean("lends"), "seeds": seeds})
     with atomic_open(out / "table.csv") as fh:
         keys = [k for k in rows[0] if k != "seeds"]
         fh.write(",".join(keys) + ",seeds\n")

@@ -60,6 +60,11 @@ class _Lead:
     pending: int | None = None  # a signal that came while idle
     left: set[int] = field(default_factory=set)  # members that said they left
 
+    def note_answer(self, member: int, problem: str | None) -> None:
+        """A member's answer to a run (`TAG_READY`): one that was interrupted has left."""
+        if problem is not None and problem.startswith("KeyboardInterrupt"):
+            self.left.add(member)
+
     def note(self, signum: int, frame: object) -> None:
         if self.pending is None:
             self.pending = signum
@@ -181,10 +186,10 @@ def _hand_out(lead: _Lead, opt: Any) -> None:
             continue
         member = status.Get_source()
         answers[member] = group.recv(source=member, tag=TAG_READY)
-    for member, problem in sorted(answers.items()):
-        if problem is not None and problem.startswith("KeyboardInterrupt"):
-            lead.left.add(member)
-            raise KeyboardInterrupt
+    for member, problem in answers.items():
+        lead.note_answer(member, problem)
+    if lead.left:
+        raise KeyboardInterrupt
     for member, problem in sorted(answers.items()):
         if problem is not None:
             raise CosimError(f"rank {member} of the run's group could not prepare it: "
@@ -198,9 +203,7 @@ def _stop_group(lead: _Lead) -> None:
     status = MPI.Status()
     while group.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_READY, status=status):
         member = status.Get_source()
-        problem = group.recv(source=member, tag=TAG_READY)
-        if problem is not None and problem.startswith("KeyboardInterrupt"):
-            lead.left.add(member)
+        lead.note_answer(member, group.recv(source=member, tag=TAG_READY))
     for member in range(1, group.size):
         if member not in lead.left:
             group.send(None, dest=member, tag=TAG_RUN)

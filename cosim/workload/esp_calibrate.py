@@ -113,9 +113,12 @@ def calibrate(rule: str, *, app: str, mix: Sequence, sizes: Mapping[str, int],
         return Calibration(out, ratio, "balanced: total_flop = pes x target x speed"
                            + (f" x paper_scale {paper_scale:g}" if paper_scale != 1 else ""))
     if rule == "static":
+        factors: dict[int, float] = {}  # by host count: categories share them (A and I: 8)
         for t in mix:
             h = sizes[t.category]
-            f, _ = static_factor(app, params, platform, h, cache_dir)
+            if h not in factors:
+                factors[h] = static_factor(app, params, platform, h, cache_dir)[0]
+            f = factors[h]
             out[t.category] = {**params, "total_flop": shortest(
                 paper_scale * h * cores * t.target_s * speed / f)}
             ratio[t.category] = paper_scale
