@@ -30,12 +30,28 @@ from cosim.errors import EXIT_INPUT, EXIT_OUTPUT, CosimError, InputError, Output
 __all__ = ["main", "build_parser"]
 
 
+class _Version(argparse.Action):
+    """``--version``: the version and which master-worker loop this install runs."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version and the master-worker loop in use (compiled, "
+                              "or python where the C module could not be built), then exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from cosim import __version__
+        from cosim.als.runtime import LOOP_KERNEL
+
+        parser.exit(message=f"cosim {__version__} (master-worker loop: {LOOP_KERNEL})\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every sub-command."""
     parser = argparse.ArgumentParser(
         prog="cosim",
         description="Multilevel co-simulator of HPC batch and loop self-scheduling.",
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     app = sub.add_parser(

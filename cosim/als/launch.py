@@ -66,6 +66,7 @@ def loop_on_hosts(
     seed: int = 0,
     job_id: int = 0,
     record: bool = True,
+    compiled: bool | None = None,
 ) -> tuple[LoopRun, list[int]]:
     """A `LoopRun` of `costs` on the PEs of the first `hosts` hosts, and those PE indices."""
     pes = job_pes(platform, hosts)
@@ -82,6 +83,7 @@ def loop_on_hosts(
         timesteps=timesteps,
         rng=stream(seed, "technique", job_id),
         record=record,
+        compiled=compiled,
     )
     return run, pes
 

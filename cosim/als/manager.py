@@ -130,7 +130,9 @@ class AlsConfig:
     before the job's own parameters. seed: root of the keyed streams (RND's, per job id).
     record: keep every app's chunk table (for traces and ``results.h5``). max_slowdown: an
     app accepts an exclusion request when its predicted run time grows by at most this
-    fraction (`AppSimulator` docstring).
+    fraction (`AppSimulator` docstring). compiled: run the loops in the compiled kernel when it
+    was built (None, the default), always (True) or never (False: the Python reference loop;
+    results are identical).
     """
 
     technique: Technique
@@ -140,6 +142,7 @@ class AlsConfig:
     seed: int = 0
     record: bool = False
     max_slowdown: float = 0.10
+    compiled: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.max_slowdown >= 0:
@@ -536,7 +539,7 @@ class AppSimulator:
             return LoopRun(costs=costs, technique=cfg.technique, params=cfg.params,
                            speeds=speeds, request_ticks=req, assign_ticks=asg, comm=cfg.comm,
                            start=cmd.time, rng=stream(cfg.seed, "technique", cmd.job_id),
-                           record=cfg.record)
+                           record=cfg.record, compiled=cfg.compiled)
 
         app = _App(cmd.job_id, factory, pe_idx, host_of)
         if cmd.limit is not None:

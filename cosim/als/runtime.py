@@ -34,6 +34,12 @@ gathered are dropped, and each PE busy at the change reports its chunk in flight
 planner with its next request. ``timesteps > 1`` repeats the loop: when the master
 has answered every active PE "done", it starts the next step by sending each PE a start
 message (assignment size), and the technique's ``end_step`` runs (AWF adapts there).
+
+Two loops, one result: `_advance_python` is the reference; `_advance_compiled` hands the plain
+chunk serves of non-adaptive techniques on constant-availability PEs to the C loop
+(`cosim/als/_serve.c`, built by setup.py when a compiler is there) and every other request
+(removed PE, "done", a new step) to one turn of the reference loop. Both compute the same
+ticks operation for operation (tests/test_kernel.py).
 """
 
 from __future__ import annotations
@@ -51,6 +57,11 @@ from cosim.core.clock import TICKS_PER_SECOND, duration_problem
 from cosim.errors import InputError
 from cosim.workload.costs import TaskCosts
 
+try:  # the compiled loop (setup.py builds it when it can); the Python loop is the reference
+    from cosim.als import _serve
+except ImportError:  # pragma: no cover - exercised where no compiler was available
+    _serve = None
+
 __all__ = ["Comm", "ChunkTable", "LoopResult", "LoopRun"]
 
 _SHIFT = 20
@@ -59,6 +70,15 @@ _NEVER = 1 << 62
 # chunks after which the prefix sums are turned into lists: indexing a list is ~3x faster than
 # a numpy array, but converting 262,144 floats costs ~5 ms, worth it only for long runs
 _LIST_AFTER = 4096
+# the compiled loop's answers (cosim/als/_serve.c) and the rows of its first chunk table block
+# (each next one twice all before it, up to _BLOCK_MAX)
+_STOPPED, _SPECIAL, _FULL, _EMPTY, _WIDE = range(5)
+_BLOCK_ROWS = 256
+_BLOCK_MAX = 1 << 18
+
+#: which master-worker loop `LoopRun` runs by default: "compiled" when the C module was built
+#: (setup.py), else "python"; both give identical results
+LOOP_KERNEL = "compiled" if _serve is not None else "python"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,6 +168,9 @@ class LoopRun:
         The technique's random stream (RND).
     record:
         Keep the chunk table (set False for benchmarks of the event rate only).
+    compiled:
+        Serve plain chunk requests of non-adaptive techniques in the compiled loop (default:
+        when it was built). False runs the Python loop, the reference; results are identical.
     """
 
     def __init__(
@@ -165,6 +188,7 @@ class LoopRun:
         timesteps: int = 1,
         rng: np.random.Generator | None = None,
         record: bool = True,
+        compiled: bool | None = None,
     ) -> None:
         p = len(speeds)
         if p < 1:
@@ -220,6 +244,16 @@ class LoopRun:
         self._n_chunks = 0
         self._served = -1  # serve tick of the last request served (a chunk, "done" or release)
         self._planner = self._new_planner(self._n)
+        if compiled and _serve is None:
+            raise InputError("the compiled loop was not built (no C compiler at install?)",
+                             field="kernel")
+        self._compiled = _serve is not None and compiled is not False
+        # the compiled loop's per-rank arrays (None: rebuild; False: a rank needs Python)
+        self._kc: tuple[np.ndarray, ...] | bool | None = None
+        # chunk table rows written by the compiled loop: finished blocks, then the open one
+        self._segs: list[np.ndarray] = []
+        self._blk: np.ndarray | None = None
+        self._blk_pos = 0
 
     # -- construction helpers -------------------------------------------------------------
 
@@ -276,6 +310,7 @@ class LoopRun:
             self._active.append(r)
             heapq.heappush(self._heap, ((at + int(rq)) << _SHIFT) | r)
             new.append(r)
+        self._kc = None
         self._planner = self._new_planner(self._remaining)
         return new
 
@@ -286,7 +321,8 @@ class LoopRun:
         if not gone <= set(self._active):
             raise InputError(f"ranks {sorted(gone - set(self._active))} are not active",
                              field="ranks")
-        if len(gone) == len(self._active) and self._remaining > 0:
+        if len(gone) == len(self._active) and (self._remaining > 0
+                                               or self._step + 1 < self.timesteps):
             raise InputError("cannot remove every PE of an app with work left", field="ranks")
         for r in sorted(gone):
             self._removed_at[r] = at
@@ -298,7 +334,9 @@ class LoopRun:
                 if self._step + 1 < self.timesteps:  # that "done" ended a step, not its
                     self.done_events.append((rel, r))  # part in the loop: the release does
         self._active = [r for r in self._active if r not in gone]
-        self._planner = self._new_planner(self._remaining)
+        self._kc = None
+        if self._active:  # else the loop is over: no planner is asked again
+            self._planner = self._new_planner(self._remaining)
         self._maybe_next_step(at)
 
     # -- simulation -----------------------------------------------------------------------
@@ -339,6 +377,86 @@ class LoopRun:
 
     def advance(self, until: int, budget: int = _NEVER) -> None:
         """Serve every request whose serve tick is before `until` (at most `budget` chunks)."""
+        if self._compiled and not self._planner.adaptive:
+            kc = self._kernel_arrays()
+            if kc:
+                self._advance_compiled(until, budget, kc)
+                return
+        self._advance_python(until, budget)
+
+    def _kernel_arrays(self) -> tuple[np.ndarray, ...] | bool:
+        """Per-rank request and assignment ticks, ticks per FLOP and removal ticks as the
+        compiled loop reads them; False when a rank's availability varies (Python loop)."""
+        kc = self._kc
+        if kc is None:
+            if any(f is None for f in self._tpf):
+                kc = False
+            else:
+                kc = (np.array(self._req, dtype=np.int64), np.array(self._asg, dtype=np.int64),
+                      np.array(self._tpf, dtype=np.float64),
+                      np.array(self._removed_at, dtype=np.int64))
+            self._kc = kc
+        return kc
+
+    def _advance_compiled(self, until: int, budget: int, kc: tuple[np.ndarray, ...]) -> None:
+        """`advance` with plain chunk serves in the compiled loop; the requests it hands
+        back (a removed rank's, or one served with nothing left in the step) take one turn of
+        the Python loop, which also starts the next time step."""
+        req, asg, tpf, removed_at = kc
+        stop_at = min(self._n_chunks + budget, _NEVER)
+        prefix = self.costs.prefix
+        state = [0, 0, 0, 0]
+        heap = self._heap
+        while heap:
+            t = heap[0] >> _SHIFT  # nothing to serve before `until`: no call (it costs O(P))
+            if (t if t > self._mfree else self._mfree) >= until or self._n_chunks >= stop_at:
+                return
+            planner = self._planner
+            if planner.adaptive:  # a new step of a technique the compiled loop does not run
+                self._advance_python(until, stop_at - self._n_chunks)
+                return
+            block = self._open_block() if self._record else None
+            state[:] = self._mfree, self._remaining, self._n_chunks, self._served
+            status, self._blk_pos = _serve.serve(
+                self._heap, until, stop_at, state, self._n, self.params.min_chunk, self._ovh,
+                planner.fixed_size(), planner.next, self._step, prefix, req, asg, tpf,
+                removed_at, self._finish, block, self._blk_pos)
+            self._mfree, self._remaining, self._n_chunks, self._served = state
+            if status == _FULL:
+                self._close_block()
+            elif status == _SPECIAL:
+                self._advance_python(until, stop_at - self._n_chunks, one=True)
+                if self._stop_at_done:
+                    return
+            elif status == _WIDE:  # ticks too far apart for the compiled heap: one chunk here
+                self._advance_python(until, 1)
+                if self._stop_at_done:
+                    return
+            else:
+                return
+
+    def _open_block(self) -> np.ndarray:
+        """The chunk table block the compiled loop writes to (after any Python rows)."""
+        if self._cols[0]:  # rows of the Python loop come first
+            self._close_block()
+            self._segs.append(np.array(self._cols, dtype=np.int64))
+            for c in self._cols:
+                c.clear()
+        if self._blk is None:
+            rows = min(_BLOCK_MAX, max(_BLOCK_ROWS, 2 * sum(b.shape[1] for b in self._segs)))
+            self._blk = np.empty((7, rows), dtype=np.int64)
+            self._blk_pos = 0
+        return self._blk
+
+    def _close_block(self) -> None:
+        if self._blk is not None and self._blk_pos:
+            self._segs.append(self._blk[:, :self._blk_pos])
+        self._blk = None
+        self._blk_pos = 0
+
+    def _advance_python(self, until: int, budget: int, one: bool = False) -> None:
+        """The reference loop (see `advance`); `one` returns after a request answered
+        "no more work" or "done", for the compiled loop."""
         heap = self._heap
         heappop = heapq.heappop
         heapreplace = heapq.heapreplace
@@ -375,7 +493,7 @@ class LoopRun:
                 self._done[rank] = rel = s + asg[rank]
                 self.done_events.append((rel, rank))
                 self.release_events.append((rel, rank))
-                if self._stop_at_done:
+                if self._stop_at_done or one:
                     break
                 continue
             if remaining == 0:  # nothing left in this step
@@ -387,7 +505,7 @@ class LoopRun:
                 self._answer_done(rank, s)
                 if self._step != step:  # a new step began: reload the step's state
                     return self.advance(until, stop_at - n_chunks)
-                if self._stop_at_done:
+                if self._stop_at_done or one:
                     return
                 continue
             if adaptive:
@@ -482,17 +600,22 @@ class LoopRun:
     def result(self) -> LoopResult:
         """The result so far (complete once `finished`)."""
         p = len(self._speeds)
-        cols = self._cols
         table = None
         if self._record:
+            blocks = [*self._segs]
+            if self._blk is not None:
+                blocks.append(self._blk[:, :self._blk_pos])
+            if self._cols[0] or not blocks:
+                blocks.append(np.array(self._cols, dtype=np.int64).reshape(7, -1))
+            cols = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
             table = ChunkTable(
-                rank=np.asarray(cols[0], dtype=np.int32),
-                first=np.asarray(cols[1], dtype=np.int64),
-                size=np.asarray(cols[2], dtype=np.int64),
-                t_assign=np.asarray(cols[3], dtype=np.int64),
-                t_start=np.asarray(cols[4], dtype=np.int64),
-                t_end=np.asarray(cols[5], dtype=np.int64),
-                step=np.asarray(cols[6], dtype=np.int32),
+                rank=cols[0].astype(np.int32),
+                first=cols[1],
+                size=cols[2],
+                t_assign=cols[3],
+                t_start=cols[4],
+                t_end=cols[5],
+                step=cols[6].astype(np.int32),
             )
         return LoopResult(
             technique=self.technique.name,

@@ -133,6 +133,11 @@ class Planner:
         """Raw chunk size for the request of `rank` with `remaining` unscheduled iterations."""
         raise NotImplementedError
 
+    def fixed_size(self) -> int:
+        """The raw size every further request gets, whichever PE asks and whatever is left,
+        or 0 when it varies (the compiled loop then calls `next` for each request)."""
+        return 0
+
     def record(
         self, rank: int, size: int, compute_s: float, elapsed_s: float, sq_s2: float
     ) -> None:

@@ -62,6 +62,9 @@ class _FSC(Planner):
                         "sigma", "standard deviation of an iteration's time")
         self.size = fsc_chunk(ctx.n, ctx.p, h, sigma, params.rounding)
 
+    def fixed_size(self) -> int:
+        return self.size
+
     def next(self, rank: int, remaining: int) -> int:
         return self.size
 

@@ -27,6 +27,9 @@ class _MFSC(Planner):
                 c.prec = 60
                 self.size = dfloor(dec(0.55) + t * dec(2).ln() / dec(t).ln())
 
+    def fixed_size(self) -> int:
+        return self.size
+
     def next(self, rank: int, remaining: int) -> int:
         return self.size
 

@@ -13,6 +13,9 @@ class _SS(Planner):
     def __init__(self, params: CommonParams, ctx: Context) -> None:
         pass
 
+    def fixed_size(self) -> int:
+        return 1
+
     def next(self, rank: int, remaining: int) -> int:
         return 1
 

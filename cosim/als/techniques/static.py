@@ -31,6 +31,9 @@ class _Static(Planner):
         self.greedy = params.variant == "greedy"
         self.size = ceil_div(ctx.n, ctx.p)
 
+    def fixed_size(self) -> int:
+        return self.size if self.greedy else 0
+
     def next(self, rank: int, remaining: int) -> int:
         if self.greedy:
             return self.size
