@@ -404,7 +404,11 @@ def _world() -> tuple[object | None, int]:
 
     Called only once inputs are validated: rank and size come from ``COMM_WORLD`` whatever the
     launcher (MPICH's mpiexec, Open MPI's mpirun, Slurm's srun); a serial run is a world of
-    one."""
+    one. MPI is loaded only when a launcher started the process (`launched_by_mpi`)."""
+    from cosim.transport import launched_by_mpi
+
+    if not launched_by_mpi():
+        return None, 0
     try:
         from cosim.transport.mpi import world
     except ImportError:

@@ -93,7 +93,8 @@ def _rejected(workload):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Prepared:
-    """A validated run: its options, inputs and configurations (no simulation yet)."""
+    """A validated run: its options, inputs and configurations (no simulation yet); `als`
+    is None when no job runs an app."""
 
     opt: RunOptions
     platform: Any
@@ -109,12 +110,12 @@ class Prepared:
         return any(j.app != "rigid" for j in self.workload.jobs)
 
 
+_DEFAULTS = {f.name: f for f in fields(RunOptions)}
+
+
 def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepared:
     """Validate `opt` and read its inputs; every bad input raises `InputError` here, before
     any simulation (and, under MPI, on every rank before MPI is used)."""
-    from cosim.als.manager import AlsConfig
-    from cosim.als.runtime import Comm
-    from cosim.als.techniques import get, make_params
     from cosim.bls import BatchConfig
     from cosim.platform import load_platform
     from cosim.workload.swf import read_swf
@@ -134,8 +135,12 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     if opt.trace not in TRACE_LEVELS:
         raise InputError(f"unknown trace level {opt.trace!r} (known: "
                          f"{', '.join(TRACE_LEVELS)})", field="trace")
-    technique = get(opt.technique)
-    make_params(technique, opt.technique_params)
+    # the application level loads only for what uses it: a technique other than the default
+    # is checked now, the default when a job runs an app (a batch-only run never loads it)
+    default_technique = (opt.technique == _DEFAULTS["technique"].default
+                         and not opt.technique_params)
+    if not default_technique:
+        _als_config(opt)
     platform = load_platform(opt.platform)
     n_hosts = platform.n_hosts if opt.hosts is None else opt.hosts
     if not 1 <= n_hosts <= platform.n_hosts:
@@ -188,12 +193,27 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
         warn(f"--malleable {batch.malleable}: no job of the workload is moldable or malleable "
              "(mark them in the trace, or use --malleable-fraction)")
     _check_app_overrides(workload.jobs, opt.app_overrides)
-    als = AlsConfig(technique=technique, params=dict(opt.technique_params), comm=Comm(),
-                    app_overrides=dict(opt.app_overrides), seed=opt.seed,
-                    max_slowdown=opt.max_slowdown,
-                    record=opt.trace == "full" or opt.chunks)
+    coupled = any(j.app != "rigid" for j in workload.jobs)
+    if warn is not None and not coupled and not default_technique:
+        warn(f"--technique {opt.technique}: no job of the workload runs an app, so no "
+             "technique is used")
+    als = _als_config(opt) if coupled else None
     return Prepared(opt=opt, platform=platform, n_hosts=n_hosts,
                     cores_per_host=cores_per_host, workload=workload, batch=batch, als=als)
+
+
+def _als_config(opt: RunOptions) -> Any:
+    """The application-level settings of `opt` (an `AlsConfig`; the technique and its
+    parameters are checked)."""
+    from cosim.als.manager import AlsConfig
+    from cosim.als.runtime import Comm
+    from cosim.als.techniques import get, make_params
+
+    technique = get(opt.technique)
+    make_params(technique, opt.technique_params)
+    return AlsConfig(technique=technique, params=dict(opt.technique_params), comm=Comm(),
+                     app_overrides=dict(opt.app_overrides), seed=opt.seed,
+                     max_slowdown=opt.max_slowdown, record=opt.trace == "full" or opt.chunks)
 
 
 def _check_app_overrides(jobs: Sequence[Any], overrides: Mapping[str, str]) -> None:

@@ -663,6 +663,31 @@ def _plat(repeat):
     return [("wall", wall * 1e3, "ms", None)]
 
 
+@bench("start-up: a 2-job batch-only `cosim run` as a new process (target <= 0.15 s), next "
+       "to Python + numpy + h5py alone (what it cannot avoid)")
+def _startup(repeat):
+    import subprocess
+    import sys
+
+    swf = ("; MaxNodes: 4\n1 0 0 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1\n"
+           "2 5 0 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "two.swf").write_text(swf)
+        cosim = Path(sys.executable).with_name("cosim")
+
+        def once(argv):
+            subprocess.run(argv, cwd=tmp, check=True, capture_output=True)
+
+        outs = iter(range(10**9))
+        run, _ = best(3 * repeat, lambda: once([str(cosim), "run", "--workload", "two.swf",
+                                                 "--out", f"o{next(outs)}"]))
+        floor, _ = best(3 * repeat, lambda: once([sys.executable, "-c",
+                                                   "import numpy, h5py"]))
+    return [("cosim run, 2 jobs", run, "s", 0.15), ("python -c 'import numpy, h5py'", floor,
+                                                      "s", None),
+            ("cosim run / that floor", run / floor, "x", None)]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="run the benchmarks whose name contains this")

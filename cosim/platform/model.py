@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import networkx as nx
 import numpy as np
 
 from cosim.core.clock import Tick, to_ticks
 from cosim.errors import InputError
+
+if TYPE_CHECKING:  # networkx loads only when a platform is drawn
+    import networkx as nx
 
 __all__ = ["Host", "Route", "Routing", "Platform", "route_of", "MAX_HOSTS", "MAX_CORES",
            "MAX_PES"]
@@ -168,6 +170,8 @@ class Platform:
     def graph(self) -> nx.Graph:
         """Hosts and switches as nodes (attr ``kind``), links as edges; frozen, built once."""
         if self._graph is None:
+            import networkx as nx
+
             object.__setattr__(self, "_graph", nx.freeze(self._routing.graph(self.hosts)))
         return self._graph
 

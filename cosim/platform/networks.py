@@ -14,11 +14,13 @@ from a to b reversed, with the same latency and bottleneck.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from cosim.platform.model import Host, Route, route_of
 from cosim.platform.paths import Best, quantize, shortest_paths
+
+if TYPE_CHECKING:  # networkx loads only when a platform is drawn
+    import networkx as nx
 
 __all__ = ["Link", "FullMesh", "SwitchGraph"]
 
@@ -61,6 +63,8 @@ class FullMesh:
                      links=(f"{self._names[a]}--{self._names[b]}",))
 
     def graph(self, hosts: tuple[Host, ...]) -> nx.Graph:
+        import networkx as nx
+
         g = nx.Graph()
         _host_nodes(g, hosts)
         names = self._names
@@ -167,6 +171,8 @@ class SwitchGraph:
         return None
 
     def graph(self, hosts: tuple[Host, ...]) -> nx.Graph:
+        import networkx as nx
+
         g = nx.Graph()
         _host_nodes(g, hosts)
         for s in self._switches:

@@ -19,12 +19,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from cosim.errors import InputError
 from cosim.platform.model import Host, Route, route_of
 from cosim.platform.paths import quantize, shortest_paths
+
+if TYPE_CHECKING:  # networkx loads only when a platform is drawn
+    import networkx as nx
 
 __all__ = ["ZoneRoute", "Zone", "XmlRouting"]
 
@@ -241,6 +243,8 @@ class XmlRouting:
         latency sum, name = link names joined by '+'), per cluster private link (host to
         cluster router; the router node carries the backbone's attributes) and per zone
         route (gateway to gateway)."""
+        import networkx as nx
+
         g = nx.Graph()
         for h in hosts:
             g.add_node(h.name, kind="host", index=h.index, speed=h.speed, cores=h.cores,

@@ -4,10 +4,22 @@ This package holds the app models that give every loop iteration of a job its co
 (`mandelbrot`, `psia`, `profile`), the `TaskCosts` array they produce, and the strict loader
 `load_app` that turns an app name or app TOML plus command-line overrides into costs, with
 computed arrays cached on disk by content hash (`cache`). Job traces and workload generators
-live in sibling modules.
+live in sibling modules. The names below load on first use (PEP 562), so a batch-only run that
+reads jobs does not load the app models.
 """
 
-from cosim.workload.apps import load_app
-from cosim.workload.costs import TaskCosts, validate_costs
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = ["TaskCosts", "load_app", "validate_costs"]
+
+_HOME = {"load_app": "cosim.workload.apps", "TaskCosts": "cosim.workload.costs",
+         "validate_costs": "cosim.workload.costs"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(_HOME[name]), name)
+    raise AttributeError(f"module 'cosim.workload' has no attribute {name!r}")

@@ -1,0 +1,76 @@
+"""Start-up: a command loads only what it uses (no MPI outside a launcher, no application level
+for a batch-only run, no networkx or matplotlib unless drawing), and when MPI is used."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cosim.transport import MPI_LAUNCH_VARIABLES, launched_by_mpi
+
+TWO_JOBS = """; MaxNodes: 4
+1 0 0 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1
+2 5 0 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1
+"""
+
+PROBE = """
+import json, sys
+from cosim.cli import main
+code = main(sys.argv[1:])
+heavy = ("mpi4py", "networkx", "matplotlib", "otf2", "cosim.als.manager", "cosim.als.runtime",
+         "cosim.als.techniques", "cosim.workload.apps", "cosim.transport.mpi")
+print(json.dumps({"code": code, "loaded": [m for m in heavy if m in sys.modules]}))
+"""
+
+
+def _probe(tmp_path, *argv: str) -> dict:
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in MPI_LAUNCH_VARIABLES and k != "COSIM_MPI"}
+    out = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True,
+                         cwd=tmp_path, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_batch_only_run_loads_nothing_it_does_not_use(tmp_path):
+    (tmp_path / "two.swf").write_text(TWO_JOBS)
+    got = _probe(tmp_path, "run", "--workload", "two.swf", "--out", "out")
+    assert got == {"code": 0, "loaded": []}
+    assert (tmp_path / "out" / "results.h5").is_file()
+
+
+def test_a_batch_only_run_with_a_technique_says_it_is_unused(tmp_path, capsys):
+    from cosim.cli import main
+
+    (tmp_path / "two.swf").write_text(TWO_JOBS)
+    assert main(["run", "--workload", str(tmp_path / "two.swf"), "--out",
+                 str(tmp_path / "o"), "--technique", "FAC2"]) == 0
+    assert "--technique FAC2: no job of the workload runs an app" in capsys.readouterr().err
+    # a bad one is still an error, before anything is simulated
+    assert main(["run", "--workload", str(tmp_path / "two.swf"), "--out", str(tmp_path / "p"),
+                 "--technique", "NOPE"]) == 2
+    assert "unknown technique 'NOPE'" in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()
+
+
+def test_the_application_level_loads_when_a_job_runs_an_app(tmp_path):
+    got = _probe(tmp_path, "app", "--app", "mandelbrot", "--app-param", "width=32",
+                 "--hosts", "2", "--technique", "SS")
+    assert got["code"] == 0
+    assert "cosim.als.runtime" in got["loaded"] and "mpi4py" not in got["loaded"]
+
+
+@pytest.mark.parametrize(("environ", "expect"), [
+    ({}, False),
+    ({"PMI_SIZE": "3", "PMI_RANK": "1"}, True),  # MPICH's Hydra, srun --mpi=pmi2
+    ({"OMPI_COMM_WORLD_SIZE": "4"}, True),  # Open MPI's mpirun
+    ({"PMIX_RANK": "0"}, True),  # PMIx launchers
+    ({"MV2_COMM_WORLD_SIZE": "2"}, True),
+    ({"SLURM_PROCID": "0"}, False),  # a Slurm step without MPI is serial
+    ({"COSIM_MPI": "1"}, True),
+    ({"COSIM_MPI": "0", "PMI_SIZE": "2"}, False),
+])
+def test_mpi_is_used_only_under_a_launcher(environ, expect):
+    assert launched_by_mpi(environ) is expect
