@@ -14,7 +14,9 @@ scheduling pass and produces the next commands. ``G`` is the earliest of the nex
 the scheduler's next timer and every endpoint's promise, rounded up to the scheduling quantum
 (0 = event-exact). After a decision that produced commands, the next round grants the decision
 tick itself, so that apps started there report their promises before time moves on: a
-promise is never made without the app that makes it. Jobs are taken in ``(submit, id)``
+promise is never made without the app that makes it. When those commands only start or kill
+trace jobs, that round is the trace endpoint's alone, in this process (`AlsGroup.local_round`:
+the other endpoints, already at that tick, would add nothing), and ``rounds`` counts it not. Jobs are taken in ``(submit, id)``
 order, so the order of the input never matters; ids must be unique.
 """
 
@@ -243,21 +245,30 @@ def run_rounds(order: Sequence[Job], sched: BatchScheduler, group: AlsGroup,
                 if quantum:
                     grant = -(-grant // quantum) * quantum
             rounds += 1
-            facts, promise = group.round(grant, commands)
-            t1 = time.perf_counter()
-            facts_seen += len(facts)
-            sched.handle(facts)
-            commands = sched.expire(grant)
-            j = i
-            while j < n and order[j].submit <= grant:
-                j += 1
-            if j > i:
-                sched.submit(order[i:j], grant)
-                i = j
-            starts = sched.schedule(grant)
-            if starts:
-                commands = sorted(commands + starts, key=lambda c: c.job_id)
-            decided = grant
+            local = None
+            while True:
+                facts, promise = local or group.round(grant, commands)
+                t1 = time.perf_counter()
+                facts_seen += len(facts)
+                sched.handle(facts)
+                commands = sched.expire(grant)
+                j = i
+                while j < n and order[j].submit <= grant:
+                    j += 1
+                if j > i:
+                    sched.submit(order[i:j], grant)
+                    i = j
+                starts = sched.schedule(grant)
+                if starts:
+                    commands = sorted(commands + starts, key=lambda c: c.job_id)
+                decided = grant
+                # the round at the decision tick, when only trace jobs were started or killed:
+                # the trace endpoint alone, in this process (`AlsGroup.local_round`: the same
+                # facts and passes, no message)
+                local = group.local_round(grant, commands) if commands else None
+                if local is None:
+                    break
+                wall_bls += time.perf_counter() - t1
             wall_bls += time.perf_counter() - t1
         if not sched.idle:
             raise ProtocolError("simulation ended with jobs still queued or running")

@@ -21,10 +21,11 @@ from typing import Protocol
 
 from cosim.errors import ProtocolError
 from cosim.protocol.endpoint import AlsTotals, Endpoint
-from cosim.protocol.messages import Command, Fact, StartApp
+from cosim.protocol.messages import AppCompleted, Command, Fact, StartApp
 
 __all__ = ["PROTOCOL_VERSION", "Kind", "RoundMessage", "Reply", "AlsTotals", "AlsGroup",
-           "Endpoint", "Placement", "TRACE", "merge_facts", "merge_totals", "route"]
+           "Endpoint", "Placement", "TRACE", "merge_facts", "merge_totals", "route",
+           "trace_only", "trace_round", "earliest"]
 
 PROTOCOL_VERSION = 2
 TRACE = -1  # the destination of trace (rigid) jobs: the trace endpoint on rank 0
@@ -84,6 +85,39 @@ def route(commands: Sequence[Command], where: dict[int, int], placement: Placeme
     return out
 
 
+def earliest(*ticks: int | None) -> int | None:
+    """The earliest of the known ticks (None: nothing is promised)."""
+    known = [t for t in ticks if t is not None]
+    return min(known) if known else None
+
+
+def trace_only(commands: Sequence[Command], where: dict[int, int]) -> bool:
+    """True when every command concerns a trace job: a StartApp of app ``rigid`` (always
+    placed on `TRACE`) or a later command of a job running there."""
+    for cmd in commands:
+        if isinstance(cmd, StartApp):
+            if cmd.app != "rigid":
+                return False
+        elif where.get(cmd.job_id) != TRACE:
+            return False
+    return True
+
+
+def trace_round(trace: Endpoint, commands: Sequence[Command], where: dict[int, int],
+                placement: Placement, grant: int, others: int | None
+                ) -> tuple[list[Fact], int | None]:
+    """`AlsGroup.local_round` on the group's trace endpoint: `commands` (all `trace_only`)
+    applied, its facts up to `grant`, and the group's promise given `others`, the promise of
+    the endpoints that take no part."""
+    route(commands, where, placement, grant)
+    trace.apply(commands)
+    facts = trace.advance(grant)
+    for f in facts:
+        if isinstance(f, AppCompleted):
+            placement.ended(f.job_id)
+    return facts, earliest(trace.promise(), others)
+
+
 def merge_totals(parts: Sequence[AlsTotals], wall_s: dict[int, float]) -> AlsTotals:
     """One report from the reports of several endpoints (loops in job id order)."""
     loops: dict[int, object] = {}
@@ -107,6 +141,15 @@ class AlsGroup(Protocol):
 
     def round(self, grant: int, commands: Sequence[Command]) -> tuple[list[Fact], int | None]:
         """Apply `commands`, advance to `grant`; the facts up to it and the next promise."""
+        ...
+
+    def local_round(self, grant: int, commands: Sequence[Command]
+                    ) -> tuple[list[Fact], int | None] | None:
+        """The round at `grant` again — the grant of the last `round` — for `commands` that
+        all concern trace jobs (`trace_only`): only the trace endpoint, in this process, takes
+        part; the others were advanced to `grant` by that round and are sent nothing, so they
+        have no fact to add and keep their promise. None (nothing applied) when a command
+        goes elsewhere or there is no trace endpoint here."""
         ...
 
     def finish(self) -> AlsTotals:

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from cosim.errors import ProtocolError
 from cosim.protocol.messages import Command, Fact
 from cosim.transport.base import (
-    AlsTotals, Endpoint, Placement, merge_facts, merge_totals, route,
+    TRACE, AlsTotals, Endpoint, Placement, earliest, merge_facts, merge_totals, route,
+    trace_only, trace_round,
 )
 
 __all__ = ["LocalAls"]
@@ -29,6 +30,7 @@ class LocalAls:
         self.placement = placement
         self._where: dict[int, int] = {}
         self._wall = 0.0
+        self._others: int | None = None  # the last round's promise of the non-trace endpoints
 
     def round(self, grant: int, commands: Sequence[Command]) -> tuple[list[Fact], int | None]:
         t0 = time.perf_counter()
@@ -46,10 +48,22 @@ class LocalAls:
             promise = ep.promise()
         else:
             facts = merge_facts([ep.advance(grant) for ep in eps])
-            known = [p for p in [ep.promise() for ep in eps] if p is not None]
-            promise = min(known) if known else None
+            self._others = earliest(*(ep.promise() for d, ep in self.endpoints.items()
+                                      if d != TRACE))
+            trace = self.endpoints.get(TRACE)
+            promise = earliest(trace.promise() if trace is not None else None, self._others)
         self._wall += time.perf_counter() - t0
         return facts, promise
+
+    def local_round(self, grant: int, commands: Sequence[Command]
+                    ) -> tuple[list[Fact], int | None] | None:
+        trace = self.endpoints.get(TRACE)
+        if trace is None or not trace_only(commands, self._where):
+            return None
+        t0 = time.perf_counter()
+        out = trace_round(trace, commands, self._where, self.placement, grant, self._others)
+        self._wall += time.perf_counter() - t0
+        return out
 
     def finish(self) -> AlsTotals:
         return merge_totals([ep.totals() for ep in self.endpoints.values()], {0: self._wall})

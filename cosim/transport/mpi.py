@@ -31,8 +31,8 @@ from mpi4py import MPI
 from cosim.errors import CosimError, InputError, ProtocolError
 from cosim.protocol.messages import AppCompleted, Command, Fact
 from cosim.transport.base import (
-    PROTOCOL_VERSION, AlsTotals, Endpoint, Kind, Placement, Reply, RoundMessage, merge_facts,
-    merge_totals, route,
+    PROTOCOL_VERSION, TRACE, AlsTotals, Endpoint, Kind, Placement, Reply, RoundMessage,
+    earliest, merge_facts, merge_totals, route, trace_only, trace_round,
 )
 
 __all__ = ["world", "MpiAls", "serve", "StoppedByInterrupt"]
@@ -78,6 +78,7 @@ class MpiAls:
         self._where: dict[int, int] = {}
         self._wall = 0.0
         self._gone: set[int] = set()  # ranks whose last message is in (they were interrupted)
+        self._others: int | None = None  # the last round's promise of the non-trace endpoints
         # point to point and polled, not a collective: a Ctrl-C is raised here at once, and a
         # rank interrupted before it answers says so instead of leaving a collective hanging
         for r in range(1, comm.size):
@@ -106,12 +107,16 @@ class MpiAls:
         local_error: BaseException | None = None
         own: list[list[Fact]] = []
         promises: list[int | None] = []
+        trace_promise = None
         try:
             for dest, ep in self.local.items():
                 if parts.get(dest):
                     ep.apply(parts[dest])
                 own.append(ep.advance(grant))
-                promises.append(ep.promise())
+                if dest == TRACE:
+                    trace_promise = ep.promise()
+                else:
+                    promises.append(ep.promise())
         except Exception as exc:  # noqa: BLE001 - re-raised after the gather
             local_error = exc
         replies = self._receive_all()
@@ -127,9 +132,19 @@ class MpiAls:
         for f in facts:
             if isinstance(f, AppCompleted):
                 self.placement.ended(f.job_id)
-        known = [p for p in promises if p is not None]
+        self._others = earliest(*promises)
         self._wall += time.perf_counter() - t0
-        return facts, min(known) if known else None
+        return facts, earliest(trace_promise, self._others)
+
+    def local_round(self, grant: int, commands: Sequence[Command]
+                    ) -> tuple[list[Fact], int | None] | None:
+        trace = self.local.get(TRACE)
+        if trace is None or not trace_only(commands, self._where):
+            return None
+        t0 = time.perf_counter()
+        out = trace_round(trace, commands, self._where, self.placement, grant, self._others)
+        self._wall += time.perf_counter() - t0
+        return out
 
     def finish(self) -> AlsTotals:
         totals = self._stop()
