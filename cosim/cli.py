@@ -8,6 +8,8 @@ stderr with exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import cosim.single_thread  # noqa: F401 - first: numpy must not start a thread per core
+
 import argparse
 import contextlib
 import functools

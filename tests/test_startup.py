@@ -74,3 +74,43 @@ def test_the_application_level_loads_when_a_job_runs_an_app(tmp_path):
 ])
 def test_mpi_is_used_only_under_a_launcher(environ, expect):
     assert launched_by_mpi(environ) is expect
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self/task"),
+                    reason="threads are counted in /proc (Linux)")
+def test_the_command_line_keeps_numpy_to_one_thread():
+    # numpy's OpenBLAS would start a thread per core, spinning after BLAS calls: under
+    # mpiexec they take the other ranks' cores
+    code = ("import cosim.cli, numpy, os; numpy.ones((64, 64)) @ numpy.ones((64, 64)); "
+            "print(len(os.listdir('/proc/self/task')))")
+    env = {k: v for k, v in __import__("os").environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True)
+    assert out.stdout.strip() == "1"
+
+
+def test_an_mpi_wait_yields_then_sleeps_without_spinning(monkeypatch):
+    from cosim.transport import mpi
+
+    now = [0.0]
+    calls = []
+    monkeypatch.setattr(mpi.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(mpi.os, "sched_yield", lambda: calls.append("yield"))
+
+    def sleep(s):
+        calls.append(s)
+        now[0] += s
+
+    monkeypatch.setattr(mpi.time, "sleep", sleep)
+    idle = mpi.Idle()
+    for _ in range(3):
+        idle()
+        now[0] += mpi.Idle.YIELD_S / 4
+    assert calls == ["yield"] * 3
+    calls.clear()
+    now[0] += mpi.Idle.YIELD_S  # past the yield phase: sleeps from FIRST_S, x1.5, capped
+    for _ in range(12):
+        idle()
+    assert calls[0] == mpi.Idle.FIRST_S and calls[1] == pytest.approx(1.5 * mpi.Idle.FIRST_S)
+    assert max(calls) == mpi.Idle.MOST_S and calls[-1] == mpi.Idle.MOST_S
+    assert all(b >= a for a, b in zip(calls, calls[1:]))

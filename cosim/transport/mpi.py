@@ -7,8 +7,8 @@ ALS rank (grant + the commands routed to it, tag `TAG_DOWN`) and one `Reply` bac
 it runs its apps ahead (`AppSimulator.speculate`, a bounded number of chunks at a time) and
 checks for rank 0's next message in between, so the ranks simulate their apps in parallel
 while the protocol stays exact (speculation only finds facts earlier; they are reported when a
-grant covers them). Waiting sides poll with `os.sched_yield`, leaving the core to ranks that
-compute. Rank 0 keeps its local endpoints — the trace apps (`TRACE`) and, with ``rank0_apps``,
+grant covers them). Waiting sides poll without spinning a core for long (`Idle`: yields for
+50 ms, then sleeps growing from 50 µs to 0.5 ms), leaving it to ranks that compute. Rank 0 keeps its local endpoints — the trace apps (`TRACE`) and, with ``rank0_apps``,
 an app simulator (destination 0) — and does its local work after sending and before
 receiving; an error there is raised only
 after every reply is in, so no message is left unmatched. An ALS rank that fails
@@ -47,6 +47,34 @@ SHUTDOWN_S = 5.0
 def world() -> MPI.Comm:
     """The world communicator (MPI is initialised on first use)."""
     return MPI.COMM_WORLD
+
+
+class Idle:
+    """One wait for a message, polled: for the first `YIELD_S` every poll only yields the core
+    (a round's answer usually comes within that, and a yield returns at once when nothing else
+    wants the core); after that each poll sleeps, 1.5 times longer than the last, from
+    `FIRST_S` to `MOST_S`. A rank waiting long — an ALS rank with nothing to run ahead while
+    rank 0 reads a trace or writes outputs, rank 0 while an app runs to its first fact — then
+    costs almost no CPU, and at most `MOST_S` more wall time. Shorter yield phases cost wall
+    time: the protocol is latency-bound (2 ms cost the 2-rank SS main job 25 %)."""
+
+    YIELD_S = 50e-3
+    FIRST_S = 50e-6
+    MOST_S = 0.5e-3
+
+    __slots__ = ("_until", "_sleep")
+
+    def __init__(self) -> None:
+        self._until = time.perf_counter() + self.YIELD_S
+        self._sleep = 0.0
+
+    def __call__(self) -> None:
+        """Nothing arrived yet: let time pass before the next poll."""
+        if self._sleep == 0.0 and time.perf_counter() < self._until:
+            os.sched_yield()
+            return
+        self._sleep = min(self.MOST_S, self._sleep * 1.5 or self.FIRST_S)
+        time.sleep(self._sleep)
 
 
 def _error(exc: BaseException) -> str:
@@ -164,13 +192,14 @@ class MpiAls:
         """One message from every ALS rank (index = rank; index 0 unused)."""
         out: list = [None] * self.comm.size
         waiting = list(range(1, self.comm.size))
+        idle = Idle()
         while waiting:
             for r in list(waiting):
                 if self.comm.Iprobe(source=r, tag=TAG_UP):
                     out[r] = self.comm.recv(source=r, tag=TAG_UP)
                     waiting.remove(r)
             if waiting:
-                os.sched_yield()
+                idle()
         return out
 
     def _stop(self) -> list:
@@ -197,9 +226,10 @@ class MpiAls:
         error at MPI_Finalize."""
         waiting = set(range(1, self.comm.size)) - self._gone
         status = MPI.Status()
+        idle = Idle()
         while waiting and time.monotonic() < deadline:
             if not self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_UP, status=status):
-                os.sched_yield()
+                idle()
                 continue
             r = status.Get_source()
             msg = self.comm.recv(source=r, tag=TAG_UP)
@@ -225,9 +255,10 @@ def _await_stop(comm: MPI.Comm, deadline: float) -> None:
     """Receive everything rank 0 sends until its stop (or `deadline`): no message is then
     left unmatched for MPI_Finalize."""
     status = MPI.Status()
+    idle = Idle()
     while time.monotonic() < deadline:
         if not comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
-            os.sched_yield()
+            idle()
             continue
         msg = comm.recv(source=status.Get_source(), tag=status.Get_tag())
         if isinstance(msg, RoundMessage) and msg.kind == Kind.STOP:
@@ -241,13 +272,14 @@ class StoppedByInterrupt(Exception):
 
 def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint],
            abandoned: Callable[[], bool] | None) -> None:
+    idle = Idle()
     while not comm.Iprobe(source=0, tag=TAG_DOWN):  # the hello
         if abandoned is not None:  # a sweep's run that failed on rank 0 before its hello
             if abandoned():
                 return
             time.sleep(0.001)
         else:
-            os.sched_yield()
+            idle()
     hello = comm.recv(source=0, tag=TAG_DOWN)
     comm.send(Reply(version=PROTOCOL_VERSION), dest=0, tag=TAG_UP)
     if hello.version != PROTOCOL_VERSION:
@@ -258,6 +290,7 @@ def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint],
     wall = 0.0
     while True:
         t0 = time.perf_counter()
+        idle = Idle()
         while not comm.Iprobe(source=0, tag=TAG_DOWN):
             busy = False
             if apps is not None and error is None and hasattr(apps, "speculate"):
@@ -266,7 +299,7 @@ def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint],
                 except Exception as exc:  # noqa: BLE001 - reported with the next reply
                     error = _error(exc)
             if not busy:
-                os.sched_yield()
+                idle()
         wall += time.perf_counter() - t0 if apps is not None else 0.0
         msg = comm.recv(source=0, tag=TAG_DOWN)
         if msg.kind == Kind.STOP:
