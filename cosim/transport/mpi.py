@@ -3,7 +3,7 @@
 With `sweep_ranks`, the only module that imports mpi4py. After a handshake (a hello each way,
 point to point and polled), a round is one point-to-point `RoundMessage` from rank 0 to every
 ALS rank (grant + the commands routed to it, tag `TAG_DOWN`) and one `Reply` back (tag
-`TAG_UP`). Between rounds an ALS rank does not block:
+`TAG_UP`), both sent as plain tuples (`cosim.transport.wire`). Between rounds an ALS rank does not block:
 it runs its apps ahead (`AppSimulator.speculate`, a bounded number of chunks at a time) and
 checks for rank 0's next message in between, so the ranks simulate their apps in parallel
 while the protocol stays exact (speculation only finds facts earlier; they are reported when a
@@ -34,6 +34,7 @@ from cosim.transport.base import (
     PROTOCOL_VERSION, TRACE, AlsTotals, Endpoint, Kind, Placement, Reply, RoundMessage,
     earliest, merge_facts, merge_totals, route, trace_only, trace_round,
 )
+from cosim.transport.wire import decode, encode
 
 __all__ = ["world", "MpiAls", "serve", "StoppedByInterrupt"]
 
@@ -110,7 +111,7 @@ class MpiAls:
         # point to point and polled, not a collective: a Ctrl-C is raised here at once, and a
         # rank interrupted before it answers says so instead of leaving a collective hanging
         for r in range(1, comm.size):
-            comm.send(RoundMessage(kind=Kind.HELLO), dest=r, tag=TAG_DOWN)
+            comm.send(encode(RoundMessage(kind=Kind.HELLO)), dest=r, tag=TAG_DOWN)
         try:
             replies = self._receive_all()
             self._note_gone(replies)
@@ -130,8 +131,8 @@ class MpiAls:
         t0 = time.perf_counter()
         parts = route(commands, self._where, self.placement, grant)
         for r in range(1, self.comm.size):
-            self.comm.send(RoundMessage(kind=Kind.ROUND, grant=grant,
-                                        commands=tuple(parts.get(r, ()))), dest=r, tag=TAG_DOWN)
+            msg = RoundMessage(kind=Kind.ROUND, grant=grant, commands=tuple(parts.get(r, ())))
+            self.comm.send(encode(msg), dest=r, tag=TAG_DOWN)
         local_error: BaseException | None = None
         own: list[list[Fact]] = []
         promises: list[int | None] = []
@@ -196,7 +197,7 @@ class MpiAls:
         while waiting:
             for r in list(waiting):
                 if self.comm.Iprobe(source=r, tag=TAG_UP):
-                    out[r] = self.comm.recv(source=r, tag=TAG_UP)
+                    out[r] = decode(self.comm.recv(source=r, tag=TAG_UP))
                     waiting.remove(r)
             if waiting:
                 idle()
@@ -205,7 +206,7 @@ class MpiAls:
     def _stop(self) -> list:
         self._closed = True
         for r in range(1, self.comm.size):
-            self.comm.send(RoundMessage(kind=Kind.STOP), dest=r, tag=TAG_DOWN)
+            self.comm.send(encode(RoundMessage(kind=Kind.STOP)), dest=r, tag=TAG_DOWN)
         return self._receive_all()
 
     def close(self, interrupted: bool = False) -> None:
@@ -216,8 +217,8 @@ class MpiAls:
         if not self._closed:
             self._closed = True
             for r in range(1, self.comm.size):
-                self.comm.send(RoundMessage(kind=Kind.STOP, interrupted=interrupted), dest=r,
-                               tag=TAG_DOWN)
+                self.comm.send(encode(RoundMessage(kind=Kind.STOP, interrupted=interrupted)),
+                               dest=r, tag=TAG_DOWN)
             self._receive_last(deadline=time.monotonic() + SHUTDOWN_S)
 
     def _receive_last(self, deadline: float) -> None:
@@ -232,7 +233,7 @@ class MpiAls:
                 idle()
                 continue
             r = status.Get_source()
-            msg = self.comm.recv(source=r, tag=TAG_UP)
+            msg = decode(self.comm.recv(source=r, tag=TAG_UP))
             if isinstance(msg, AlsTotals) or (isinstance(msg, Reply) and msg.error
                                               and msg.error.startswith("KeyboardInterrupt")):
                 waiting.discard(r)
@@ -246,7 +247,7 @@ def serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint],
     try:
         _serve(comm, make_apps, abandoned)
     except KeyboardInterrupt:
-        comm.send(Reply(error="KeyboardInterrupt: interrupted"), dest=0, tag=TAG_UP)
+        comm.send(encode(Reply(error="KeyboardInterrupt: interrupted")), dest=0, tag=TAG_UP)
         _await_stop(comm, deadline=time.monotonic() + SHUTDOWN_S)
         raise
 
@@ -260,7 +261,7 @@ def _await_stop(comm: MPI.Comm, deadline: float) -> None:
         if not comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
             idle()
             continue
-        msg = comm.recv(source=status.Get_source(), tag=status.Get_tag())
+        msg = decode(comm.recv(source=status.Get_source(), tag=status.Get_tag()))
         if isinstance(msg, RoundMessage) and msg.kind == Kind.STOP:
             return
 
@@ -280,8 +281,8 @@ def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint],
             time.sleep(0.001)
         else:
             idle()
-    hello = comm.recv(source=0, tag=TAG_DOWN)
-    comm.send(Reply(version=PROTOCOL_VERSION), dest=0, tag=TAG_UP)
+    hello = decode(comm.recv(source=0, tag=TAG_DOWN))
+    comm.send(encode(Reply(version=PROTOCOL_VERSION)), dest=0, tag=TAG_UP)
     if hello.version != PROTOCOL_VERSION:
         error = f"ProtocolError: protocol {hello.version} asked, rank speaks {PROTOCOL_VERSION}"
     else:
@@ -301,7 +302,7 @@ def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint],
             if not busy:
                 idle()
         wall += time.perf_counter() - t0 if apps is not None else 0.0
-        msg = comm.recv(source=0, tag=TAG_DOWN)
+        msg = decode(comm.recv(source=0, tag=TAG_DOWN))
         if msg.kind == Kind.STOP:
             totals = AlsTotals()
             if apps is not None:
@@ -311,12 +312,12 @@ def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint],
                                        wall_s={comm.rank: wall}, rollbacks=t.rollbacks)
                 except Exception:  # noqa: BLE001 - the run already failed; rank 0 reports it
                     pass
-            comm.send(totals, dest=0, tag=TAG_UP)
+            comm.send(encode(totals), dest=0, tag=TAG_UP)
             if msg.interrupted:
                 raise StoppedByInterrupt()
             return
         if error is not None:
-            comm.send(Reply(error=error), dest=0, tag=TAG_UP)
+            comm.send(encode(Reply(error=error)), dest=0, tag=TAG_UP)
             continue
         t0 = time.perf_counter()
         try:
@@ -329,4 +330,4 @@ def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint],
             error = _error(exc)
             reply = Reply(error=error)
         wall += time.perf_counter() - t0
-        comm.send(reply, dest=0, tag=TAG_UP)
+        comm.send(encode(reply), dest=0, tag=TAG_UP)
