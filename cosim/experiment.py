@@ -301,7 +301,8 @@ def serve_als(run: Prepared, comm: Any, abandoned: Callable[[], bool] | None = N
     from cosim.als.manager import AppSimulator
     from cosim.transport.mpi import serve
 
-    serve(comm, lambda: AppSimulator(platform=run.platform, config=run.als), abandoned)
+    serve(comm, lambda: AppSimulator(platform=run.platform, config=run.als, bounds=True),
+          abandoned)
 
 
 def plan(opt: RunOptions) -> list[RunOptions]:

@@ -181,3 +181,34 @@ def test_cosimulations_are_identical_with_either_loop(tmp_path, monkeypatch, tec
 def test_default_follows_the_build():
     assert runtime.LOOP_KERNEL == "compiled"
     assert os.path.exists(runtime._serve.__file__)
+
+
+@pytest.mark.parametrize("technique", ["SS", "FSC", "MFSC", "STATIC", "GSS"])
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_done_bound_never_passes_the_next_done(technique, data):
+    # the lower bound an ALS rank promises instead of running an app ahead (MPI): no PE is
+    # told "no more work" (or released) before it, whatever happens next
+    n = data.draw(st.integers(1, 400), label="n")
+    flop = data.draw(st.lists(st.sampled_from([0.0, 1.0, 800.0, 4e3, 1.5e4, 9e4]),
+                              min_size=n, max_size=n), label="flop")
+    speeds = data.draw(st.lists(st.sampled_from([1e9, 2e9, 7.5e8]), min_size=1, max_size=7),
+                       label="speeds")
+    mc = data.draw(st.integers(1, 3), label="min_chunk")
+    stops = data.draw(st.lists(st.integers(1, 5000), min_size=1, max_size=8), label="stops")
+    costs = TaskCosts.from_array(np.asarray(flop), model="profile", label="t", params={})
+    run = LoopRun(costs=costs, technique=get(technique), params={"min_chunk": mc},
+                  speeds=speeds, request_ticks=[0] + [510] * (len(speeds) - 1),
+                  assign_ticks=[0] + [510] * (len(speeds) - 1), comm=runtime.Comm())
+    asked, now = [], 0
+    for dt in stops:
+        now += dt
+        run.advance(now)
+        b = run.done_bound()
+        if b is not None:
+            assert b >= run.next_tick()
+            asked.append((b, len(run.done_events), len(run.release_events)))
+    run.advance(1 << 62)
+    for b, i, j in asked:
+        later = [t for t, _ in run.done_events[i:]] + [t for t, _ in run.release_events[j:]]
+        assert later and min(later) >= b

@@ -18,7 +18,11 @@ truncates; nothing needs re-simulating).
 serves its last request, and serves happen in tick order, so once the next serve tick ``s``
 satisfies ``s + min_asg > p`` for the earliest known pending fact ``p``, no undiscovered fact
 can come before ``p``. `promise` runs each app ahead (`LoopRun.advance_to_done`) until that
-holds. A command stamped before an app's last granted tick is a `ProtocolError`.
+holds. With ``bounds`` (ALS ranks under MPI) a promise may instead be a lower bound taken from
+an app's state without running it (`LoopRun.done_bound`: fixed-size techniques, far from
+their end); the coordinator then grants up to it and gets the facts up to each grant exactly
+(`until`), so results do not change, only when the work is done. A command stamped before an
+app's last granted tick is a `ProtocolError`.
 
 **Commands apply after their tick.** Requests served at a command's tick t may have produced
 facts stamped t, already reported (a "done" inside a host takes no time), so `ExcludeHosts`,
@@ -394,6 +398,19 @@ class _App:
             else:
                 run.advance(min(p - self.min_asg + 1, stop))
 
+    def bound(self) -> int | None:
+        """A tick no fact of this app comes before: from the run's state
+        (`LoopRun.done_bound`) when it gives one, else `discover`'s exact tick."""
+        self.collect()
+        nt = self.run.next_tick()
+        if self.ended or nt is None or nt >= min(self.kill_at, self.limit):
+            return self.discover()
+        b = self.run.done_bound()
+        if b is None:
+            return self.discover()
+        p = self.earliest()
+        return b if p is None else min(p, b)
+
     def until(self, tick: int) -> list[Fact]:
         """Every pending fact stamped at or before `tick` (discovering as needed)."""
         # never past a kill, nor past the announced walltime kill
@@ -441,12 +458,17 @@ class AppSimulator:
         Technique, protocol costs, app overrides, seed.
     cache_dir:
         Where app cost arrays are cached (default: the project's cache).
+    bounds:
+        Promise lower bounds where the apps' states give them (an ALS rank under MPI: it then
+        answers a round at once and runs its apps ahead while rank 0 works); results are the
+        same, rounds more.
     """
 
     def __init__(self, *, platform: Platform, config: AlsConfig,
-                 cache_dir: str | None = None) -> None:
+                 cache_dir: str | None = None, bounds: bool = False) -> None:
         self.platform = platform
         self.config = config
+        self.bounds = bounds
         self._cache_dir = cache_dir
         self._pe_hosts = platform.pe_hosts()
         self._base: dict[tuple[str, tuple[tuple[str, str], ...]], TaskCosts] = {}
@@ -695,7 +717,7 @@ class AppSimulator:
 
     # -- time -------------------------------------------------------------------------------
 
-    def speculate(self, budget: int = 200) -> bool:
+    def speculate(self, budget: int = 2000) -> bool:
         """Run one app ahead by at most `budget` chunks (never past its walltime limit);
         False when no app has anything left to simulate. Facts found stay pending until a
         grant covers them, so speculation changes when work is done, never a result."""
@@ -710,10 +732,11 @@ class AppSimulator:
         return False
 
     def promise(self) -> int | None:
-        """Earliest tick of a fact any app here can still produce (exact), or None."""
+        """Earliest tick of a fact any app here can still produce, or None: exact, or with
+        `bounds` a lower bound where an app's state gives one far enough ahead."""
         best = None
         for app in self._apps.values():
-            p = app.discover()
+            p = app.bound() if self.bounds else app.discover()
             if p is not None and (best is None or p < best):
                 best = p
         return best

@@ -250,6 +250,9 @@ class LoopRun:
         self._compiled = _serve is not None and compiled is not False
         # the compiled loop's per-rank arrays (None: rebuild; False: a rank needs Python)
         self._kc: tuple[np.ndarray, ...] | bool | None = None
+        self._kmax: dict[int, float] = {}  # heaviest FLOP of k consecutive iterations
+        self._rate: float | None = None  # for done_bound (None: to compute)
+        self._removing: list[int] = []  # removed ranks, maybe not yet released
         # chunk table rows written by the compiled loop: finished blocks, then the open one
         self._segs: list[np.ndarray] = []
         self._blk: np.ndarray | None = None
@@ -310,7 +313,7 @@ class LoopRun:
             self._active.append(r)
             heapq.heappush(self._heap, ((at + int(rq)) << _SHIFT) | r)
             new.append(r)
-        self._kc = None
+        self._kc = self._rate = None
         self._planner = self._new_planner(self._remaining)
         return new
 
@@ -324,6 +327,8 @@ class LoopRun:
         if len(gone) == len(self._active) and (self._remaining > 0
                                                or self._step + 1 < self.timesteps):
             raise InputError("cannot remove every PE of an app with work left", field="ranks")
+        self._removing.extend(sorted(gone))
+        self._rate = None
         for r in sorted(gone):
             self._removed_at[r] = at
             done = self._done[r]
@@ -562,6 +567,49 @@ class LoopRun:
             self.advance(until)
         finally:
             self._stop_at_done = False
+
+    def done_bound(self) -> int | None:
+        """A tick before which no PE can be told "no more work" (nor released), from the
+        state alone, without simulating; None when the state gives none worth having.
+
+        For a technique whose every chunk has at most K iterations (`Planner.fixed_size`,
+        clamped by ``min_chunk``), on PEs of constant availability with no removal pending:
+        the next "no more work" needs the R iterations not yet handed out (W FLOP) to be
+        handed out, at a serve s. Every chunk handed out from the next serve tick ``t`` on,
+        except each PE's last, is computed between t and s, at no more than the PEs' summed
+        rate (FLOP per tick, +0.5 tick of rounding per chunk), and a last chunk is at most the
+        heaviest K consecutive iterations (``Kmax``), so ``s >= t + (W - P Kmax) / rate -
+        R / 2``. A bound closer than one ``P Kmax`` of work is not worth a round: None.
+        """
+        t = self.next_tick()
+        k = self._planner.fixed_size() if not self._planner.adaptive else 0
+        if t is None or k <= 0 or self._remaining == 0:
+            return None
+        rate = self._rate
+        if rate is None:  # FLOP per tick of the active PEs (0: one's availability varies)
+            active = self._active
+            rate = self._rate = 0.0 if any(self._tpf[r] is None for r in active) else \
+                sum(1.0 / self._tpf[r] for r in active)
+        if rate == 0.0:
+            return None
+        if self._removing:  # a removed PE not yet released gets "no more work" soon
+            if any(self._done[r] is None for r in self._removing):
+                return None
+            self._removing = []
+        k = max(k, self.params.min_chunk)
+        kmax = self._kmax.get(k)
+        if kmax is None:
+            pref = self.costs.prefix
+            kmax = self._kmax[k] = float(np.max(pref[k:] - pref[:-k])) if k < len(pref) \
+                else float(pref[-1])
+        pref = self.costs.prefix
+        n, left = self._n, self._remaining
+        work = float(pref[n] - pref[n - left])
+        slack = len(self._active) * kmax
+        if work <= 2 * slack:
+            return None
+        gap = (work - slack) / rate * (1 - 1e-9) - left / 2 - 2
+        return t + int(gap) if gap > 0 else None
 
     @property
     def min_assign_ticks(self) -> int:

@@ -3,7 +3,9 @@
 With `sweep_ranks`, the only module that imports mpi4py. After a handshake (a hello each way,
 point to point and polled), a round is one point-to-point `RoundMessage` from rank 0 to every
 ALS rank (grant + the commands routed to it, tag `TAG_DOWN`) and one `Reply` back (tag
-`TAG_UP`), both sent as plain tuples (`cosim.transport.wire`). Between rounds an ALS rank does not block:
+`TAG_UP`), both sent as plain tuples (`cosim.transport.wire`). A rank that gets no command
+and whose last promise lies beyond the grant is not sent the round: it has no fact up to the
+grant, and keeps its promise. Between rounds an ALS rank does not block:
 it runs its apps ahead (`AppSimulator.speculate`, a bounded number of chunks at a time) and
 checks for rank 0's next message in between, so the ranks simulate their apps in parallel
 while the protocol stays exact (speculation only finds facts earlier; they are reported when a
@@ -108,6 +110,7 @@ class MpiAls:
         self._wall = 0.0
         self._gone: set[int] = set()  # ranks whose last message is in (they were interrupted)
         self._others: int | None = None  # the last round's promise of the non-trace endpoints
+        self._promise_of: dict[int, int | None] = {}  # each ALS rank's last promise
         # point to point and polled, not a collective: a Ctrl-C is raised here at once, and a
         # rank interrupted before it answers says so instead of leaving a collective hanging
         for r in range(1, comm.size):
@@ -130,7 +133,12 @@ class MpiAls:
     def round(self, grant: int, commands: Sequence[Command]) -> tuple[list[Fact], int | None]:
         t0 = time.perf_counter()
         parts = route(commands, self._where, self.placement, grant)
-        for r in range(1, self.comm.size):
+        # a rank with no command whose promise lies beyond the grant has nothing to say
+        # about it (no fact before its promise): it is not sent the round
+        asked = [r for r in range(1, self.comm.size)
+                 if parts.get(r) or r not in self._promise_of
+                 or (self._promise_of[r] is not None and self._promise_of[r] <= grant)]
+        for r in asked:
             msg = RoundMessage(kind=Kind.ROUND, grant=grant, commands=tuple(parts.get(r, ())))
             self.comm.send(encode(msg), dest=r, tag=TAG_DOWN)
         local_error: BaseException | None = None
@@ -148,15 +156,17 @@ class MpiAls:
                     promises.append(ep.promise())
         except Exception as exc:  # noqa: BLE001 - re-raised after the gather
             local_error = exc
-        replies = self._receive_all()
+        replies = self._receive_all(asked)
         if local_error is not None:
             raise local_error
         self._note_gone(replies)
-        for rank, reply in enumerate(replies[1:], start=1):
+        for rank in asked:
+            reply = replies[rank]
             if reply.error is not None:
                 _raise(rank, reply.error)
             own.append(list(reply.facts))
-            promises.append(reply.promise)
+            self._promise_of[rank] = reply.promise
+        promises.extend(self._promise_of.values())
         facts = merge_facts(own)
         for f in facts:
             if isinstance(f, AppCompleted):
@@ -186,13 +196,14 @@ class MpiAls:
     def _note_gone(self, replies: list) -> None:
         """The ranks that answered they were interrupted have sent their last message:
         `close` waits for no other from them."""
-        self._gone.update(r for r, reply in enumerate(replies) if r and reply.error
-                          and reply.error.startswith("KeyboardInterrupt"))
+        self._gone.update(r for r, reply in enumerate(replies) if r and reply is not None
+                          and reply.error and reply.error.startswith("KeyboardInterrupt"))
 
-    def _receive_all(self) -> list:
-        """One message from every ALS rank (index = rank; index 0 unused)."""
+    def _receive_all(self, ranks: Sequence[int] | None = None) -> list:
+        """One message from every ALS rank, or from `ranks` (index = rank; the others and
+        index 0 None)."""
         out: list = [None] * self.comm.size
-        waiting = list(range(1, self.comm.size))
+        waiting = list(range(1, self.comm.size) if ranks is None else ranks)
         idle = Idle()
         while waiting:
             for r in list(waiting):
