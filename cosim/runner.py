@@ -174,7 +174,9 @@ def simulate(
         from cosim.als.manager import AppSimulator
 
         def apps() -> AppSimulator:
-            return AppSimulator(platform=platform, config=als, cache_dir=cache_dir)
+            # lower-bound promises pay where other ranks run apps meanwhile (AppSimulator)
+            return AppSimulator(platform=platform, config=als, cache_dir=cache_dir,
+                                bounds=comm is not None and comm.size > 1)
 
         if comm is None or comm.size == 1:
             group = LocalAls({TRACE: trace, 0: apps()}, LeastWork([0], platform))
