@@ -439,3 +439,19 @@ def test_lublin_like_workload_all_policies():
         if kill and backfill != "none" and (backfill == "conservative" or prio == "fcfs"):
             assert all(outs[j].start <= t for j, t in result.first_reservation.items())
 
+
+
+def test_a_pass_sees_the_queue_without_a_copy_and_only_during_the_pass():
+    from cosim.bls.policies.base import QueueView
+
+    jobs = [job(i, 0, 1, 10) for i in range(1, 4)]
+    stamp = [0]
+    view = QueueView(jobs, stamp)
+    assert len(view) == 3 and view[0] is jobs[0] and view[1:] == tuple(jobs[1:])
+    assert list(view) == jobs and view
+    jobs.pop()
+    stamp[0] += 1  # the scheduler changed its queue: the pass is over
+    with pytest.raises(RuntimeError, match="after the queue changed"):
+        len(view)
+    with pytest.raises(RuntimeError):
+        list(view)

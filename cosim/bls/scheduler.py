@@ -65,7 +65,7 @@ from typing import Any
 
 from cosim.bls import policies
 from cosim.bls.policies.base import (
-    DynamicView, Exclude, Expand, PassView, Plan, Shrink, Start,
+    DynamicView, Exclude, Expand, PassView, Plan, QueueView, Shrink, Start,
 )
 from cosim.bls.state import ClusterState
 from cosim.config import build
@@ -222,6 +222,7 @@ class BatchScheduler:
         self._min_cores = min(cores)
         self._qkeys: list[tuple[Any, ...]] = []  # sorted queue keys ...
         self._qjobs: list[Job] = []  # ... and the jobs, in the same order
+        self._qstamp = [0]  # moves on at every change of the queue (QueueView)
         # ... and indexed by (hosts, needs every core), by walltime (`DynamicView.queue_index`)
         self._qindex: dict[tuple[int, bool], tuple[list[int], list[tuple[Any, ...]]]] = {}
         self._qindex_view = MappingProxyType(self._qindex)
@@ -291,6 +292,7 @@ class BatchScheduler:
             self._keys[job.id] = key
             self._qkeys.insert(i, key)
             self._qjobs.insert(i, job)
+            self._qstamp[0] += 1
             walls, keys = self._qindex.setdefault(self._qclass(job), ([], []))
             at = _position(walls, keys, job.walltime, key)
             walls.insert(at, job.walltime)
@@ -450,7 +452,8 @@ class BatchScheduler:
         self.passes += 1
         state = self.state
         view = PassView(now=now, n_hosts=state.n_hosts, free=state.free_hosts,
-                        queue=tuple(self._qjobs), running=state.running_ends(), memo=self._memo)
+                        queue=QueueView(self._qjobs, self._qstamp),
+                        running=state.running_ends(), memo=self._memo)
         bf = self._bf
         if bf and now % bf:  # between backfill passes: the FCFS part only (BatchConfig)
             plan = self._fcfs_plan(view)
@@ -510,6 +513,7 @@ class BatchScheduler:
             raise ProtocolError(f"plan starts job {job.id}, which is not queued")
         i = bisect_left(self._qkeys, key)
         del self._qkeys[i], self._qjobs[i]
+        self._qstamp[0] += 1
         cls = self._qclass(job)
         walls, keys = self._qindex[cls]
         at = _position(walls, keys, job.walltime, key)

@@ -34,7 +34,7 @@ import numpy as np
 from cosim.core.indexset import IndexSet
 from cosim.workload.jobs import Job
 
-__all__ = ["PassView", "Plan", "PriorityPolicy", "BackfillPolicy", "SelectionPolicy",
+__all__ = ["PassView", "QueueView", "Plan", "PriorityPolicy", "BackfillPolicy", "SelectionPolicy",
            "DynamicPolicy", "DynamicView", "ClusterView", "Start", "Shrink", "Expand",
            "Exclude", "NoParams", "expected_end", "overran"]
 
@@ -53,6 +53,40 @@ def overran(estimated_end: int, start: int, now: int) -> bool:
     return estimated_end < now or (estimated_end == now and start < now)
 
 
+class QueueView(Sequence[Job]):
+    """The scheduler's queue as one pass sees it, not copied: indexing, slicing (a tuple),
+    iteration and ``len`` go to the scheduler's own list. A pass costs what its policy reads,
+    not the queue's length (strict FCFS stops at the first job that does not fit). Valid
+    for the pass it was made for: once the queue changes (`stamp` moves on), using the view
+    raises RuntimeError, so a policy cannot keep it in a memo by mistake."""
+
+    __slots__ = ("_jobs", "_stamp", "_at")
+
+    def __init__(self, jobs: list[Job], stamp: list[int]) -> None:
+        self._jobs, self._stamp, self._at = jobs, stamp, stamp[0]
+
+    def _live(self) -> list[Job]:
+        if self._stamp[0] != self._at:
+            raise RuntimeError("a pass's queue view used after the queue changed")
+        return self._jobs
+
+    def __len__(self) -> int:
+        return len(self._live())
+
+    def __getitem__(self, i):  # type: ignore[override]
+        got = self._live()[i]
+        return tuple(got) if isinstance(i, slice) else got
+
+    def __iter__(self):
+        return iter(self._live())
+
+    def __bool__(self) -> bool:
+        return bool(self._live())
+
+    def __repr__(self) -> str:
+        return f"QueueView({len(self._jobs)} jobs)"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PassView:
     """What a backfill policy sees of one scheduling pass (read-only).
@@ -66,7 +100,8 @@ class PassView:
     free:
         Free hosts now, lendable ones (RCA: yielded by a job that still owns them) included.
     queue:
-        Queued jobs in priority order (highest first).
+        Queued jobs in priority order (highest first): a tuple, or the scheduler's
+        `QueueView` (valid during the pass only).
     running:
         ``(estimated end, job id, hosts, start)`` of the running jobs, sorted; estimated end
         is start + walltime (see `expected_end` for one already past, and `overran`); hosts
@@ -79,7 +114,7 @@ class PassView:
     now: int
     n_hosts: int
     free: int
-    queue: tuple[Job, ...]
+    queue: Sequence[Job]
     running: tuple[tuple[int, int, int, int], ...]
     memo: Any = None
 
