@@ -56,6 +56,15 @@ def same_result(a, b) -> None:
             assert x.dtype == y.dtype and np.array_equal(x, y), f
 
 
+def draw_loop(data, flops, max_pes):
+    """Random per-iteration costs (from `flops`) and PE speeds for a loop."""
+    n = data.draw(st.integers(1, 400), label="n")
+    flop = data.draw(st.lists(st.sampled_from(flops), min_size=n, max_size=n), label="flop")
+    speeds = data.draw(st.lists(st.sampled_from([1e9, 1e9, 2e9, 7.5e8]), min_size=1,
+                                max_size=max_pes), label="speeds")
+    return TaskCosts.from_array(np.asarray(flop), model="profile", label="t", params={}), speeds
+
+
 OPS = st.lists(st.tuples(st.sampled_from(["advance", "budget", "done", "remove", "add"]),
                          st.integers(0, 4000), st.integers(1, 40)), max_size=10)
 
@@ -64,16 +73,11 @@ OPS = st.lists(st.tuples(st.sampled_from(["advance", "budget", "done", "remove",
 @settings(max_examples=12, deadline=None)
 @given(data=st.data())
 def test_compiled_loop_equals_python_loop_step_by_step(technique, data):
-    n = data.draw(st.integers(1, 300), label="n")
-    flop = data.draw(st.lists(st.sampled_from([0.0, 1.0, 250.0, 999.5, 4e3, 1.5e4]),
-                              min_size=n, max_size=n), label="flop")
-    speeds = data.draw(st.lists(st.sampled_from([1e9, 1e9, 2e9, 7.5e8]), min_size=1,
-                                max_size=9), label="speeds")
+    costs, speeds = draw_loop(data, [0.0, 1.0, 250.0, 999.5, 4e3, 1.5e4], 9)
     lat = data.draw(st.sampled_from([0, 1, 510]), label="lat")
     timesteps = data.draw(st.integers(1, 3), label="timesteps")
     record = data.draw(st.booleans(), label="record")
     ops = data.draw(OPS, label="ops")
-    costs = TaskCosts.from_array(np.asarray(flop), model="profile", label="t", params={})
     runs = [make(costs, technique, speeds, lat, compiled=c, timesteps=timesteps,
                  record=record, comm=runtime.Comm(overhead_s=1e-9 * (lat % 7)))
             for c in (False, True)]
@@ -189,14 +193,9 @@ def test_default_follows_the_build():
 def test_done_bound_never_passes_the_next_done(technique, data):
     # the lower bound an ALS rank promises instead of running an app ahead (MPI): no PE is
     # told "no more work" (or released) before it, whatever happens next
-    n = data.draw(st.integers(1, 400), label="n")
-    flop = data.draw(st.lists(st.sampled_from([0.0, 1.0, 800.0, 4e3, 1.5e4, 9e4]),
-                              min_size=n, max_size=n), label="flop")
-    speeds = data.draw(st.lists(st.sampled_from([1e9, 2e9, 7.5e8]), min_size=1, max_size=7),
-                       label="speeds")
+    costs, speeds = draw_loop(data, [0.0, 1.0, 800.0, 4e3, 1.5e4, 9e4], 7)
     mc = data.draw(st.integers(1, 3), label="min_chunk")
     stops = data.draw(st.lists(st.integers(1, 5000), min_size=1, max_size=8), label="stops")
-    costs = TaskCosts.from_array(np.asarray(flop), model="profile", label="t", params={})
     run = LoopRun(costs=costs, technique=get(technique), params={"min_chunk": mc},
                   speeds=speeds, request_ticks=[0] + [510] * (len(speeds) - 1),
                   assign_ticks=[0] + [510] * (len(speeds) - 1), comm=runtime.Comm())

@@ -112,6 +112,30 @@ static int get_buffer(PyObject *o, Py_buffer *b, const char *fmt, Py_ssize_t min
     return 0;
 }
 
+/* A Python heap key (arrival << SHIFT) | rank as its two parts; the arrival may need more
+ * than 43 bits, so a key may not fit a long long. */
+static int split_key(PyObject *k, int64_t *t, int64_t *r)
+{
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(k, &overflow);
+    if (!overflow) {
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        *t = v >> SHIFT;
+        *r = v & MASK;
+        return 0;
+    }
+    PyObject *d = PyLong_FromLongLong(1LL << SHIFT);
+    PyObject *qr = d ? PyNumber_Divmod(k, d) : NULL;
+    Py_XDECREF(d);
+    if (qr == NULL)
+        return -1;
+    *t = PyLong_AsLongLong(PyTuple_GET_ITEM(qr, 0));
+    *r = PyLong_AsLongLong(PyTuple_GET_ITEM(qr, 1));
+    Py_DECREF(qr);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 /* serve(heap, until, stop_at, state, n, min_chunk, overhead, fixed, next, step,
  *       prefix, req, asg, tpf, removed_at, finish, block, pos)
  *   heap: list of packed keys (arrival << 20 | rank), replaced in place
@@ -196,30 +220,7 @@ static PyObject *serve(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     for (Py_ssize_t i = 0; i < hn; i++) {
-        PyObject *k = PyList_GET_ITEM(heap_list, i);
-        /* key = (t << SHIFT) | r, t may exceed 2^43: split without overflow */
-        int overflow = 0;
-        long long lo = PyLong_AsLongLongAndOverflow(k, &overflow);
-        if (!overflow) {
-            ht[i] = lo >> SHIFT;
-            hr[i] = lo & MASK;
-        } else {
-            PyObject *sh = PyLong_FromLong(SHIFT);
-            PyObject *tt = sh ? PyNumber_Rshift(k, sh) : NULL;
-            Py_XDECREF(sh);
-            if (tt == NULL)
-                goto done;
-            ht[i] = PyLong_AsLongLong(tt);
-            Py_DECREF(tt);
-            PyObject *m = PyLong_FromLongLong(MASK);
-            PyObject *rr = m ? PyNumber_And(k, m) : NULL;
-            Py_XDECREF(m);
-            if (rr == NULL)
-                goto done;
-            hr[i] = PyLong_AsLongLong(rr);
-            Py_DECREF(rr);
-        }
-        if (PyErr_Occurred())
+        if (split_key(PyList_GET_ITEM(heap_list, i), &ht[i], &hr[i]) < 0)
             goto done;
         if (hr[i] < 0 || hr[i] >= p) {
             PyErr_SetString(PyExc_ValueError, "_serve: heap key names an unknown rank");

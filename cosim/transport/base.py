@@ -103,12 +103,15 @@ def trace_only(commands: Sequence[Command], where: dict[int, int]) -> bool:
     return True
 
 
-def trace_round(trace: Endpoint, commands: Sequence[Command], where: dict[int, int],
+def trace_round(trace: Endpoint | None, commands: Sequence[Command], where: dict[int, int],
                 placement: Placement, grant: int, others: int | None
-                ) -> tuple[list[Fact], int | None]:
-    """`AlsGroup.local_round` on the group's trace endpoint: `commands` (all `trace_only`)
-    applied, its facts up to `grant`, and the group's promise given `others`, the promise of
-    the endpoints that take no part."""
+                ) -> tuple[list[Fact], int | None] | None:
+    """`AlsGroup.local_round` on the group's trace endpoint (None: it has none here):
+    `commands` applied when they are all `trace_only` (else None, nothing done), its facts up
+    to `grant`, and the group's promise given `others`, the promise of the endpoints that take
+    no part."""
+    if trace is None or not trace_only(commands, where):
+        return None
     route(commands, where, placement, grant)
     trace.apply(commands)
     facts = trace.advance(grant)

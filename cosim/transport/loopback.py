@@ -16,7 +16,7 @@ from cosim.errors import ProtocolError
 from cosim.protocol.messages import Command, Fact
 from cosim.transport.base import (
     TRACE, AlsTotals, Endpoint, Placement, earliest, merge_facts, merge_totals, route,
-    trace_only, trace_round,
+    trace_round,
 )
 
 __all__ = ["LocalAls"]
@@ -57,11 +57,9 @@ class LocalAls:
 
     def local_round(self, grant: int, commands: Sequence[Command]
                     ) -> tuple[list[Fact], int | None] | None:
-        trace = self.endpoints.get(TRACE)
-        if trace is None or not trace_only(commands, self._where):
-            return None
         t0 = time.perf_counter()
-        out = trace_round(trace, commands, self._where, self.placement, grant, self._others)
+        out = trace_round(self.endpoints.get(TRACE), commands, self._where, self.placement,
+                          grant, self._others)
         self._wall += time.perf_counter() - t0
         return out
 

@@ -34,7 +34,7 @@ from cosim.errors import CosimError, InputError, ProtocolError
 from cosim.protocol.messages import AppCompleted, Command, Fact
 from cosim.transport.base import (
     PROTOCOL_VERSION, TRACE, AlsTotals, Endpoint, Kind, Placement, Reply, RoundMessage,
-    earliest, merge_facts, merge_totals, route, trace_only, trace_round,
+    earliest, merge_facts, merge_totals, route, trace_round,
 )
 from cosim.transport.wire import decode, encode
 
@@ -177,11 +177,9 @@ class MpiAls:
 
     def local_round(self, grant: int, commands: Sequence[Command]
                     ) -> tuple[list[Fact], int | None] | None:
-        trace = self.local.get(TRACE)
-        if trace is None or not trace_only(commands, self._where):
-            return None
         t0 = time.perf_counter()
-        out = trace_round(trace, commands, self._where, self.placement, grant, self._others)
+        out = trace_round(self.local.get(TRACE), commands, self._where, self.placement, grant,
+                          self._others)
         self._wall += time.perf_counter() - t0
         return out
 
