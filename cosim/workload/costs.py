@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
@@ -128,6 +128,7 @@ class TaskCosts:
     params: Mapping[str, object]
     prefix: np.ndarray
     prefix_sq: np.ndarray
+    _std: float | None = field(default=None, init=False, repr=False, compare=False)  # once
 
     def __post_init__(self) -> None:
         n = self.flop.shape[0] if self.flop.ndim == 1 else -1
@@ -181,8 +182,14 @@ class TaskCosts:
 
     @property
     def std(self) -> float:
-        """Population standard deviation of the costs (``np.std`` with ``ddof=0``)."""
-        return float(np.std(self.flop))
+        """Population standard deviation of the costs (``np.std`` with ``ddof=0``), computed
+        once: every loop started on these costs (a cached size of an ESP workload: hundreds)
+        asks for it."""
+        s = self._std
+        if s is None:
+            s = float(np.std(self.flop))
+            object.__setattr__(self, "_std", s)
+        return s
 
     def chunk_flop(self, first: int, size: int) -> float:
         """Cost of iterations ``[first, first + size)``: ``prefix[first+size] - prefix[first]``.
