@@ -176,6 +176,52 @@ def _big(repeat):
             ("EASY wall", wall, "s", None)]
 
 
+def batch_child(n: int, backfill: str) -> tuple[float, float, float]:
+    """``(wall s of the simulation, peak RSS MiB, RSS MiB before it)`` of `n` Lublin-like
+    rigid jobs on 5,040 hosts under `backfill`, simulated in a fresh child process so that
+    its memory is its own."""
+    import subprocess
+    import sys
+
+    code = ("import resource, sys, time, numpy as np\n"
+            "from cosim.testing.workloads import lublin_like\n"
+            "from cosim.bls import BatchConfig, simulate_batch\n"
+            "def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4096\n"
+            "n, bf = int(sys.argv[1]), sys.argv[2]\n"
+            "jobs = lublin_like(n, 5040, np.random.default_rng(1), load=0.8)\n"
+            "before = rss()\n"
+            "t0 = time.perf_counter()\n"
+            "simulate_batch(jobs, n_hosts=5040, config=BatchConfig(backfill=bf))\n"
+            "wall = time.perf_counter() - t0\n"
+            "print(wall, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, before)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(n), backfill], check=True,
+                         capture_output=True, text=True).stdout.split()
+    wall, peak, before = map(float, out)
+    return wall, peak / 2**20, before / 2**20
+
+
+@bench("bls: linear in jobs, 20,000 / 50,000 / 200,000 Lublin-like jobs on 5,040 hosts, each "
+       "in its own process (targets: us/job flat; simulation memory at 200,000 <= 500 MiB)")
+def _linear(repeat):
+    import os
+
+    sizes = [int(x) for x in os.environ.get("COSIM_BENCH_LINEAR", "20000,50000,200000").split(",")]
+    rows = []
+    for backfill in ("none", "easy", "conservative"):
+        first = None
+        for n in sizes:
+            wall, peak, before = min(batch_child(n, backfill) for _ in range(max(1, repeat // 3)))
+            per_job = wall / n * 1e6
+            first = first or per_job
+            rows.append((f"{backfill}, {n:,} jobs (us/job; x{per_job / first:.2f} the smallest)",
+                         per_job, "us/job", None))
+            if n == sizes[-1]:
+                rows.append((f"{backfill}, {n:,} jobs: peak RSS (workload alone {before:.0f})",
+                             peak, "MiB", None))
+                rows.append((f"{backfill}, {n:,} jobs: 500 MiB / peak", 500 / peak, "x", 1.0))
+    return rows
+
+
 def curie_trace(n: int) -> Path:
     """A Lublin-like trace of `n` rigid jobs for curie5040 (5,040 hosts x 16 cores), written
     once as SWF under .cache/bench/ (whole seconds, PEs in fields 5 and 8)."""

@@ -333,6 +333,27 @@ def test_writer_rejects_bad_ticks_and_attribute_values(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_metric_samples_keep_every_member_type_exactly(tmp_path):
+    """Metric words are packed by cosim (not the package): each member type reads back exact,
+    at its extremes, and out-of-range or wrongly typed values are refused when made."""
+    from otf2.enums import MetricMode, MetricOccurrence, MetricType, RecorderKind
+
+    w, _, _, _ = _tiny_archive(tmp_path / "m")
+    d = w.defs
+    members = [d.metric_member(n, "", MetricType.OTHER, MetricMode.ABSOLUTE_NEXT, vt, unit="")
+               for n, vt in (("u", Type.UINT64), ("i", Type.INT64), ("x", Type.DOUBLE))]
+    metric = d.metric_class(members, MetricOccurrence.ASYNCHRONOUS, RecorderKind.ABSTRACT)
+    samples = [(2**64 - 1, -2**63, 0.1), (0, 2**63 - 1, -1e300), (7, -1, 3.0)]
+    for k, values in enumerate(samples):
+        w.metric(0, 10 * k, metric, values)
+    for bad in ((-1, 0, 0.0), (2**64, 0, 0.0), (1.0, 0, 0.0), (0, 2**63, 0.0), (0, 0)):
+        with pytest.raises(ValueError):
+            w.metric(1, 5, metric, bad)
+    w.close()
+    got = [r.values for r in read_trace(tmp_path / "m").records[0] if r.kind == "metric"]
+    assert got == samples
+
+
 # -- never over an existing archive --------------------------------------------------------
 
 

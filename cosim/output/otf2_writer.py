@@ -7,8 +7,9 @@ once with ctypes (the `otf2` package re-binds ``argtypes`` on every call, which 
 0.2 M events/s). Before writing, each location's buffer is sorted by time with a stable sort,
 so events keep their insertion order at equal ticks (a Leave appended before an Enter stays
 before it); `flush` writes everything buffered, or only events before a watermark, to bound
-memory. Rare records (Metric, ProgramBegin, ProgramEnd) go through the package's own event
-writer in the same sorted stream. `close` writes the definitions, then renames the directory
+memory. Metric samples are written the same way (their values packed as OTF2 metric words
+when made); rare records (ProgramBegin, ProgramEnd) go through the package's own event writer
+in the same sorted stream. `close` writes the definitions, then renames the directory
 into place; an existing trace at the target is removed only then, so an interrupted write
 never leaves a half trace under the final name, and a writer is never opened on an existing
 archive (which would corrupt it). Ticks must be non-negative ints; UINT64 attribute values are
@@ -23,6 +24,7 @@ import ctypes
 import hashlib
 import os
 import shutil
+import struct
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -36,6 +38,7 @@ import _otf2
 import otf2
 from _otf2.Config import conf
 from otf2 import events as _ev
+from otf2.enums import Type as _Type
 
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.core.files import write_error
@@ -70,11 +73,27 @@ _R_LEAVE = _raw("OTF2_EvtWriter_Leave")
 _R_SEND = _raw("OTF2_EvtWriter_MpiSend")  # (writer, attributes, tick, peer, comm, tag, length)
 _R_RECV = _raw("OTF2_EvtWriter_MpiRecv")
 _R_ADD_U64 = _raw("OTF2_AttributeList_AddUint64")  # (list, attribute, value)
+# (writer, attributes, tick, metric, n, uint8 type ids[n], 8-byte metric values[n])
+_R_METRIC = _raw("OTF2_EvtWriter_Metric")
+_DOUBLE_BITS = struct.Struct("=d")
+_WORD = struct.Struct("=Q")
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 # the second item of a buffered event (tick, kind, ...) says what it is. Strings, compared by
 # identity: a tuple holding only strs and ints is untracked by the cyclic garbage collector,
 # which otherwise spends more time walking a million buffered events than writing them
-_ENTER, _ENTER_ATTRS, _LEAVE, _SEND, _RECV, _OBJ = (
-    "enter", "enter+attributes", "leave", "send", "recv", "object")
+_ENTER, _ENTER_ATTRS, _LEAVE, _SEND, _RECV, _METRIC, _OBJ = (
+    "enter", "enter+attributes", "leave", "send", "recv", "metric", "object")
+
+
+class _ClosedLocation:
+    """Stands for a location's event writer already closed (see `Otf2Writer._close_location`):
+    closing it again is a no-op."""
+
+    def close(self) -> None:
+        pass
+
+
+_CLOSED = _ClosedLocation()
 
 
 def is_trace_dir(path: str | os.PathLike[str]) -> bool:
@@ -143,8 +162,28 @@ def _obj(event: Any) -> Event:
 
 def make_metric(t: int, metric: Any, values: Sequence[float | int]) -> Event:
     """A Metric sample of `metric` (MetricClass or MetricInstance) at tick `t`, one value per
-    member, written on the metric's recorder location."""
-    return _obj(_ev.Metric(t, metric, list(values)))
+    member, written on the metric's recorder location. Values are checked against their
+    member's type here (a UINT64 or INT64 out of range, or a non-integer for them, is an
+    error: libotf2 would wrap it) and packed as the 8-byte words libotf2 takes."""
+    if t.__class__ is not int or t < 0:
+        raise ValueError(f"tick {t!r}: ticks are ints >= 0")
+    members = metric.members
+    if len(values) != len(members):
+        raise ValueError(f"a metric sample of {len(values)} values for "
+                         f"{len(members)} members")
+    types, words = [], []
+    for v, m in zip(values, members):
+        vt = m.value_type
+        if vt == _Type.DOUBLE:
+            words.append(_WORD.unpack(_DOUBLE_BITS.pack(float(v)))[0])
+        elif vt == _Type.UINT64 and v.__class__ is int and 0 <= v <= _U64_MAX:
+            words.append(v)
+        elif vt == _Type.INT64 and v.__class__ is int and _I64_MIN <= v <= _I64_MAX:
+            words.append(v & _U64_MAX)
+        else:
+            raise ValueError(f"metric member {m.name!r} ({vt!r}): bad value {v!r}")
+        types.append(vt.value)
+    return (t, _METRIC, metric._ref, tuple(types), tuple(words))
 
 
 def make_program_begin(t: int, name: str, args: Sequence[str] = ()) -> Event:
@@ -359,6 +398,7 @@ class Otf2Writer:
         tick, u64 = ctypes.c_uint64(0), ctypes.c_uint64(0)
         r_enter, r_leave, r_send, r_recv, r_add = _R_ENTER, _R_LEAVE, _R_SEND, _R_RECV, _R_ADD_U64
         k_enter, k_leave, k_send, k_recv, k_attrs = _ENTER, _LEAVE, _SEND, _RECV, _ENTER_ATTRS
+        r_metric, k_metric, u8s, u64s = _R_METRIC, _METRIC, ctypes.c_uint8, ctypes.c_uint64
         n_obj = 0
         rc = 0
         try:
@@ -381,6 +421,10 @@ class Otf2Writer:
                         rc |= r_add(alv, ev[j], u64)
                     # libotf2 empties the list when it writes the event: reusable
                     rc |= r_enter(hv, alv, tick, ev[2])
+                elif f is k_metric:
+                    types, words = ev[3], ev[4]
+                    n = len(types)
+                    rc = r_metric(hv, None, tick, ev[2], n, (u8s * n)(*types), (u64s * n)(*words))
                 else:
                     # the package's writer counts the event and updates the clock itself
                     self._trace.event_writer_from_location(self._locs[i]).write(ev[2])
@@ -402,13 +446,31 @@ class Otf2Writer:
         self._written += len(todo)
         return len(todo)
 
+    def _close_location(self, i: int) -> None:
+        """Close location `i`'s event and local definition writers once its last events are
+        written, so that libotf2 frees its two chunks and the next location's reuse that memory
+        (kept open to the archive's close, every location held two fresh 256 KiB chunks at
+        once: ~130 page faults each, half of a small trace's writing time)."""
+        writers = self._trace._event_writers
+        ref = self._locs[i]._ref
+        ew = writers.get(ref)
+        if ew is not None and ew is not _CLOSED:
+            ew.close()
+            # the entry stays: at its close the package makes a writer (an empty file) for
+            # every location that has none, which would replace this location's files
+            writers[ref] = _CLOSED
+            self._handles[i] = None
+
     def close(self) -> WriteStats:
         """Flush everything, write the definitions, and move the archive into place; on any
         error the temporary directory is removed and the target left as it was."""
         if self._closed:
             raise RuntimeError("the writer is closed")
         try:
-            self.flush()
+            with self._libotf2():
+                for i in range(len(self._bufs)):
+                    self._flush_one(i, None)
+                    self._close_location(i)
             if self._written:
                 # replaces the host's wall clock at the first event (see realtime_s)
                 self._trace._realtime_timestamp = self._realtime_s
