@@ -354,6 +354,27 @@ def test_metric_samples_keep_every_member_type_exactly(tmp_path):
     assert got == samples
 
 
+def test_an_archive_holds_a_few_chunks_whatever_its_number_of_locations(tmp_path):
+    """Locations are closed as they are written and libotf2's chunks recycled: 40 locations
+    need as many chunks as one (an event and a definition buffer, the global definitions),
+    not two per location, and every chunk is back in the pool after close."""
+    w = Otf2Writer(tmp_path / "many")
+    d = w.defs
+    root = d.system_tree_node("cluster")
+    region = d.region("A")
+    for i in range(40):
+        loc = d.location(f"PE{i}", group=d.location_group(f"PE{i}", system_tree_parent=root))
+        w.add_location(loc)
+        w.enter(i, 0, region)
+        w.leave(i, 10 + i, region)
+    w.close()
+    spare = [c for chunks in w._pool._spare.values() for c in chunks]
+    assert 1 <= len(spare) <= 4 and not w._pool._held
+    data = read_trace(tmp_path / "many")
+    assert [len(r) for r in data.records] == [2] * 40
+    assert [r[-1].time for r in data.records] == [10 + i for i in range(40)]
+
+
 # -- never over an existing archive --------------------------------------------------------
 
 

@@ -85,6 +85,55 @@ _ENTER, _ENTER_ATTRS, _LEAVE, _SEND, _RECV, _METRIC, _OBJ = (
     "enter", "enter+attributes", "leave", "send", "recv", "metric", "object")
 
 
+# libotf2's chunk allocator callbacks, bound with the C signatures of OTF2_Callbacks.h (the
+# package declares them without their first argument, the user data)
+_ALLOCATE = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint8, ctypes.c_uint64,
+                             ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint64)
+_FREE_ALL = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint8, ctypes.c_uint64,
+                             ctypes.POINTER(ctypes.c_void_p), ctypes.c_bool)
+
+
+class _ChunkPool:
+    """The memory of libotf2's buffer chunks, recycled within one archive.
+
+    libotf2 mallocs a chunk per buffer and fills it; glibc may serve a 256 KiB chunk by
+    ``mmap`` and unmap it at ``free`` (it depends on the heap's history), so a location could
+    pay ~130 page faults per buffer. Here a buffer's chunks come from a free list and return
+    to it when libotf2 frees the buffer (``free_all``): an archive touches fresh pages only for
+    the chunks alive at once (two, as locations are closed one by one). A buffer's chunks are
+    found by the id stored in the buffer's own slot (``perBufferData``)."""
+
+    def __init__(self) -> None:
+        self._spare: dict[int, list[Any]] = {}  # chunk size -> free chunks
+        self._held: dict[int, list[Any]] = {}  # buffer id -> its chunks
+        self._next_id = 1
+        self._allocate_fp = _ALLOCATE(self._allocate)
+        self._free_all_fp = _FREE_ALL(self._free_all)
+        # libotf2 keeps a pointer to this struct: it lives as long as the pool
+        self.callbacks = _otf2.MemoryCallbacks()
+        self.callbacks.allocate = ctypes.cast(self._allocate_fp,
+                                              type(self.callbacks.allocate))
+        self.callbacks.free_all = ctypes.cast(self._free_all_fp,
+                                              type(self.callbacks.free_all))
+
+    def _allocate(self, _data: Any, _ftype: int, _loc: int, slot: Any, size: int) -> int:
+        key = slot[0]
+        if not key:
+            key = slot[0] = self._next_id
+            self._next_id += 1
+        spare = self._spare.get(size)
+        chunk = spare.pop() if spare else ctypes.create_string_buffer(size)
+        self._held.setdefault(key, []).append(chunk)
+        return ctypes.addressof(chunk)
+
+    def _free_all(self, _data: Any, _ftype: int, _loc: int, slot: Any, final: bool) -> None:
+        key = slot[0]
+        for chunk in self._held.pop(key, []) if key else ():
+            self._spare.setdefault(len(chunk), []).append(chunk)
+        if final:
+            slot[0] = None
+
+
 class _ClosedLocation:
     """Stands for a location's event writer already closed (see `Otf2Writer._close_location`):
     closing it again is a no-op."""
@@ -256,14 +305,20 @@ class Otf2Writer:
         self._tmp = tmp
         self._err = tempfile.TemporaryFile()  # libotf2's stderr (`_libotf2`)
         self._realtime_s = float(realtime_s)
+        self._pool = _ChunkPool()
         try:
             self._trace = otf2.writer.Writer(str(tmp), archive_name=ARCHIVE_NAME,
                                              timer_resolution=timer_resolution,
                                              chunk_size_events=chunk_size_events,
-                                             chunk_size_definitions=chunk_size_definitions)
+                                             chunk_size_definitions=chunk_size_definitions,
+                                             memory_callbacks=self._pool.callbacks,
+                                             memory_data=None)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        # the archive holds its pool: libotf2 calls into it until the archive is closed, which
+        # may be the package's __del__ when a writer is dropped unclosed
+        self._trace._cosim_chunk_pool = self._pool
         self._trace.creator = creator
         if description:
             self._trace.description = description
