@@ -155,6 +155,7 @@ class AlsConfig:
 
 _REMOVE = "remove"  # data: (ranks, by_shrink)
 _ADD = "add"  # data: (pes, hosts, speeds, request ticks, assign ticks)
+_UNKNOWN: Any = object()  # no promise cached (`AppSimulator._promised`)
 
 
 def _derived(fact: Fact) -> bool:
@@ -477,6 +478,11 @@ class AppSimulator:
         self._scaled: dict[tuple[Any, ...], TaskCosts] = {}
         self._scaled_n = 0
         self._apps: dict[int, _App] = {}
+        # job id -> the app's last promise (exact, or a lower bound with `bounds`): valid
+        # while the app gets no command and no grant reaches it, so a round touches only the
+        # apps a command or a grant concerns (most of ~15 running apps have no fact for
+        # thousands of rounds); dropped on a command, a grant at or past it, or speculation
+        self._promised: dict[int, int | None] = {}
         self._granted = -1
         self.results: dict[int, LoopResult] = {}
         self.chunk_events = 0
@@ -491,6 +497,7 @@ class AppSimulator:
             if cmd.time < self._granted:
                 raise ProtocolError(f"command for job {cmd.job_id} at tick {cmd.time}, before "
                                     f"the granted tick {self._granted}")
+            self._promised.pop(cmd.job_id, None)
             if isinstance(cmd, StartApp):
                 self._start(cmd)
             elif isinstance(cmd, KillApp):
@@ -728,6 +735,7 @@ class AppSimulator:
                 continue
             app.run.advance(min(app.kill_at, app.limit), budget)
             app.collect()
+            self._promised.pop(jid, None)  # a lower bound may now be a tighter one
             return True
         return False
 
@@ -735,8 +743,11 @@ class AppSimulator:
         """Earliest tick of a fact any app here can still produce, or None: exact, or with
         `bounds` a lower bound where an app's state gives one far enough ahead."""
         best = None
-        for app in self._apps.values():
-            p = app.bound() if self.bounds else app.discover()
+        promised = self._promised
+        for jid, app in self._apps.items():
+            p = promised.get(jid, _UNKNOWN)
+            if p is _UNKNOWN:
+                p = promised[jid] = app.bound() if self.bounds else app.discover()
             if p is not None and (best is None or p < best):
                 best = p
         return best
@@ -746,7 +757,12 @@ class AppSimulator:
         self._granted = until
         facts: list[Fact] = []
         done = []
+        promised = self._promised
         for jid in sorted(self._apps):
+            p = promised.get(jid, _UNKNOWN)
+            if p is not _UNKNOWN and p is not None and p > until:
+                continue  # no fact of it up to `until`: nothing to do for it yet
+            promised.pop(jid, None)
             app = self._apps[jid]
             facts.extend(app.until(until))
             if app.ended and not app.pending:
