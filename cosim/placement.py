@@ -6,18 +6,34 @@ rank: a job's prediction is ``pes x`` its ideal run time (``total_flop / (pes x 
 1 s when the app has no ``total_flop``) left after the start; a job leaves its rank's load
 when its app completes. With one candidate (the in-process run) every app goes there. Which
 rank simulates an app never changes its facts, so results do not depend on the number of
-ranks; this only balances wall time.
+ranks; this only balances wall time. The runner chooses the candidates: ranks 1..K-1, plus
+rank 0 with ``rank0_apps``; but with ``rank0_apps`` and a technique that is not
+`fine_grained` (its loops are a few hundred chunks, e.g. FAC2: the ESP-Mandelbrot main job
+simulates 79 k chunks for 230 apps in ≈ 0.2 s), rank 0 alone: sending such apps away costs
+more rounds than their simulation, and a 2-rank FAC2 run was 0.80× as fast as one process.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from cosim.platform import Platform
 from cosim.protocol.messages import StartApp
 from cosim.transport.base import TRACE
 
-__all__ = ["LeastWork", "TRACE"]
+if TYPE_CHECKING:  # the application level loads only when a job runs an app
+    from cosim.als.techniques import Technique
+
+__all__ = ["LeastWork", "TRACE", "app_ranks"]
+
+
+def app_ranks(size: int, rank0_apps: bool, technique: Technique) -> list[int]:
+    """The candidate ranks for apps in a world of `size` ranks (module docstring): 1..size-1,
+    and rank 0 with `rank0_apps` — alone when the technique is not `fine_grained`."""
+    if not rank0_apps:
+        return list(range(1, size))
+    return [0, *range(1, size)] if technique.fine_grained else [0]
 
 
 class LeastWork:

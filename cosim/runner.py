@@ -31,7 +31,7 @@ import numpy as np
 
 from cosim.bls.scheduler import BatchConfig, BatchScheduler
 from cosim.errors import InputError, ProtocolError
-from cosim.placement import TRACE, LeastWork
+from cosim.placement import TRACE, LeastWork, app_ranks
 from cosim.protocol.messages import Command
 from cosim.transport.base import AlsGroup, AlsTotals
 from cosim.transport.loopback import LocalAls
@@ -185,8 +185,8 @@ def simulate(
 
             ranks = comm.size
             local = {TRACE: trace, **({0: apps()} if rank0_apps else {})}
-            dest = ([0] if rank0_apps else []) + list(range(1, comm.size))
-            group = MpiAls(comm, local=local, placement=LeastWork(dest, platform))
+            group = MpiAls(comm, local=local, placement=LeastWork(
+                app_ranks(comm.size, rank0_apps, als.technique), platform))
     rounds, facts_seen, wall_bls, totals = run_rounds(order, sched, group, quantum)
     outcomes = tuple(sched.outcomes[j.id] for j in sorted(order, key=lambda j: j.id))
     stats = RunStats(rounds=rounds, passes=sched.passes,

@@ -64,12 +64,15 @@ def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca, m
     assert main(["workload", "esp", "--app", "mandelbrot", "--hosts", "16", "--seed", "2",
                  "-o", str(esp)] + (["--malleable"] if malleable != "none" else [])) == 0
     outs = {}
-    for k in (1, 2, 3):
-        out = tmp_path / f"n{k}"
+    # --rank0-apps: rank 0 simulates apps too (SS, FSC: spread over all ranks; the others:
+    # rank 0 alone, `cosim.placement.app_ranks`)
+    for k, rank0 in ((1, False), (2, False), (3, False), (3, True)):
+        out = tmp_path / f"n{k}{'r0' if rank0 else ''}"
         proc = _mpi_run(tmp_path, k, "--workload", str(esp), "--hosts", "16",
                         "--technique", technique, "--rca", rca, "--exclusion-ok", "all",
                         "--malleable", malleable,
-                        "--app-overrides", "width=48", "--out", str(out), "--json")
+                        "--app-overrides", "width=48", "--out", str(out), "--json",
+                        *(["--rank0-apps"] if rank0 else []))
         assert proc.returncode == 0, proc.stdout + proc.stderr
         summary = json.loads(proc.stdout)
         assert summary["stats"]["ranks"] == k
@@ -83,9 +86,10 @@ def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca, m
                                                          "exclusions_accepted", "hosts_excluded",
                                                          "shrinks", "expands", "pes_released")}
         rollbacks = summary["stats"]["rollbacks"]  # depends on how far ranks ran ahead
-        outs[k] = ((out / "jobs.csv").read_bytes(), (out / "schedule.swf").read_bytes(), metrics,
-                   excl, h5)
-    assert outs[1] == outs[2] == outs[3]
+        outs[k, rank0] = ((out / "jobs.csv").read_bytes(), (out / "schedule.swf").read_bytes(),
+                          metrics, excl, h5)
+    assert len(set(map(repr, outs.values()))) == 1
+    outs = {k: v for (k, rank0), v in outs.items() if not rank0}
     if malleable != "none":  # AC13: resizes really happened, and apps ran ahead of some
         assert outs[1][3]["shrinks"] > 0 and outs[1][3]["expands"] > 0
         assert rollbacks > 0  # AC12/AC13: commands stamped before an app's run-ahead

@@ -150,7 +150,12 @@ class Planner:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Technique:
-    """A registered technique: its name, parameter class and planner factory."""
+    """A registered technique: its name, parameter class and planner factory.
+
+    `fine_grained`: its chunks have a size that does not shrink with the work left and is
+    usually small (SS, FSC), so a loop is about as many chunks as iterations — the kind of app
+    worth simulating on another MPI rank; the others' loops are a few hundred chunks, cheaper
+    to simulate than the rounds that would carry them (`cosim.placement`)."""
 
     name: str
     summary: str
@@ -158,6 +163,7 @@ class Technique:
     make: Callable[[Any, Context], Planner]
     adaptive: bool = False
     pe_dependent: bool = False
+    fine_grained: bool = False
 
 
 def ceil_div(a: int, b: int) -> int:

@@ -70,4 +70,4 @@ class _FSC(Planner):
 
 
 TECHNIQUE = Technique(name="FSC", summary="fixed size from overhead h and variance sigma",
-                      params=Params, make=_FSC)
+                      params=Params, make=_FSC, fine_grained=True)

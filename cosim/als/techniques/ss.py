@@ -20,4 +20,5 @@ class _SS(Planner):
         return 1
 
 
-TECHNIQUE = Technique(name="SS", summary="1 iteration per request", params=CommonParams, make=_SS)
+TECHNIQUE = Technique(name="SS", summary="1 iteration per request", params=CommonParams, make=_SS,
+                      fine_grained=True)
