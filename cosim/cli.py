@@ -44,7 +44,8 @@ class _Version(argparse.Action):
         from cosim import __version__
         from cosim.als.runtime import LOOP_KERNEL
 
-        parser.exit(message=f"cosim {__version__} (master-worker loop: {LOOP_KERNEL})\n")
+        print(f"cosim {__version__} (master-worker loop: {LOOP_KERNEL})")  # stdout, as argparse
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -413,8 +414,12 @@ def _world() -> tuple[object | None, int]:
         return None, 0
     try:
         from cosim.transport.mpi import world
-    except ImportError:
-        return None, 0
+    except (ImportError, RuntimeError, OSError) as exc:
+        # every process would run the whole simulation alone, into the same files
+        raise InputError(
+            f"started by an MPI launcher, but MPI cannot be loaded ({exc}); install mpi4py "
+            "with an MPI library (pip install 'cosim[mpich]', or mpi4py built against the "
+            "system's MPI), or run cosim without mpiexec (COSIM_MPI=0 forces a serial run)")
     comm = world()
     return comm, comm.rank
 
@@ -787,7 +792,9 @@ def _rank() -> int:
     try:
         return _world()[1]
     except Exception:  # noqa: BLE001 - an error is being reported: never hide it behind MPI's
-        return 0
+        from cosim.transport import launcher_rank
+
+        return launcher_rank()
 
 
 class _Terminated(KeyboardInterrupt):

@@ -52,7 +52,7 @@ FAC2; SS is slow). Mates are self-scheduled loops: a PE leaves only when its chu
 ends, so guests wait — the latency column shows for how long, by technique.
 
 After the tables, the script prints what the paper found and why cosim's inputs differ (the
-paper's W1-W4 workloads are not available here; spec shared/reference/malleability.md §2.2-2.4).
+paper's W1-W4 workloads are not available here; spec docs/reference/malleability.md §2.2-2.4).
 
 Outputs under ``--out`` (default ``runs/sd``): ``sd-slowdown.png``, ``sd-response.png``,
 ``sd-makespan.png`` (normalised bars per cut-off, one panel per model, cf. the paper's Figures

@@ -121,7 +121,7 @@ def test_mandelbrot_grid_and_order(tmp_path):
 
 
 def test_mandelbrot_default_statistics(tmp_path):
-    # Sanity golden against shared/reference/workloads.md §3.3 (512², max_iter = 1000:
+    # Sanity golden against docs/reference/workloads.md §3.3 (512², max_iter = 1000:
     # mean k 246.7, c.o.v. 1.72, 24.1 % at max_iter; that table sampled a slightly different
     # grid, pixel centres give the values below).
     c = load_app("mandelbrot", cache_dir=tmp_path)

@@ -1,6 +1,6 @@
 """Equipartition (Kalé et al.): the sharing rules (spec AC9), the pass's decisions, whole runs.
 
-The exact allocations of shared/reference/malleability.md §5.1 AC9 on N = 64 PEs, both
+The exact allocations of docs/reference/malleability.md §5.1 AC9 on N = 64 PEs, both
 readings of "shared equally", queue admission (first-fit and fcfs), the decisions of one pass
 on a real `ClusterState`, and whole simulations with trace apps: AC9's sequence (A and B
 share, C waits for its minimum, A's end admits C in the same pass without a transient

@@ -2,7 +2,7 @@
 
 `TraceApps` generalises the rigid-only endpoint cosim had (kept as a test oracle,
 `cosim.testing.rigid_reference.RigidApps`) to moldable and malleable trace jobs
-(spec shared/reference/malleability.md §4.3 "Trace apps", §4.6): `StartApp` at t gives
+(spec docs/reference/malleability.md §4.3 "Trace apps", §4.6): `StartApp` at t gives
 `AppStarted` at t and `AppCompleted` at the job's end; `KillApp` at t drops the completion and
 gives `AppCompleted(killed)` at t; `ShrinkApp`/`ExpandApp` at t give one
 `AppResized(released=pes | added=pes, pes=<count after>)` at t each and move the completion.

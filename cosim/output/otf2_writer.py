@@ -274,7 +274,7 @@ class Otf2Writer:
     chunk_size_events, chunk_size_definitions:
         libotf2 chunk sizes; closing a location costs time proportional to them (256 KiB, the
         smallest allowed, halves the close time of 1 MiB event chunks; a 256 KiB definition
-        chunk holds the definitions of ~25,000 locations, reference/otf2.md §8.2).
+        chunk holds the definitions of ~25,000 locations, docs/reference/otf2.md §8.2).
 
     Use as a context manager (closes on success, aborts and removes the temporary directory
     on an exception), or call `close` / `abort` yourself.

@@ -1,4 +1,4 @@
-"""A run's OTF2 trace for Vampir, made from its `RunTables` (DESIGN §9, reference/otf2.md).
+"""A run's OTF2 trace for Vampir, made from its `RunTables` (DESIGN §9, docs/reference/otf2.md).
 
 Rows: one process (LocationGroup + CPU_THREAD Location) per PE, created first in global PE
 order (host x cores_per_host + core), so location id = group id = MPI rank, under a system tree

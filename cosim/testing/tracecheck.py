@@ -1,6 +1,6 @@
 """The project's semantic check of an OTF2 trace, and a deterministic text dump for goldens.
 
-libotf2 and ``otf2-print`` check the format only (reference/otf2.md §7.2, §9): an unbalanced
+libotf2 and ``otf2-print`` check the format only (docs/reference/otf2.md §7.2, §9): an unbalanced
 Leave, an unmatched message or a rank outside its communicator pass them. `check_trace` reads
 an archive back with the `otf2` reader and checks what Vampir relies on: per location,
 non-decreasing ticks within the clock properties' range and as many events as the definitions

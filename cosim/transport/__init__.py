@@ -9,7 +9,7 @@ are the only modules that import mpi4py.
 import os
 from collections.abc import Mapping
 
-__all__ = ["MPI_LAUNCH_VARIABLES", "launched_by_mpi"]
+__all__ = ["MPI_LAUNCH_VARIABLES", "launched_by_mpi", "launcher_rank"]
 
 #: variables a launcher sets in every process it starts: MPICH/Intel MPI's Hydra and Slurm's
 #: srun --mpi=pmi2 (PMI_*), PMIx launchers (Open MPI 5, srun --mpi=pmix), Open MPI's mpirun,
@@ -27,3 +27,17 @@ def launched_by_mpi(environ: Mapping[str, str] = os.environ) -> bool:
     if forced in ("0", "1"):
         return forced == "1"
     return any(v in environ for v in MPI_LAUNCH_VARIABLES)
+
+
+#: where launchers put a process's rank (MPICH/Hydra and Slurm's PMI, PMIx, Open MPI, MVAPICH2)
+_RANK_VARIABLES = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")
+
+
+def launcher_rank(environ: Mapping[str, str] = os.environ) -> int:
+    """The rank the launcher gave this process, from its environment (0 when there is none or
+    it is not a number): who speaks when MPI itself cannot be loaded."""
+    for name in _RANK_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value.isdigit():
+            return int(value)
+    return 0

@@ -80,7 +80,7 @@ class EspJobType:
     target_s: int
 
 
-#: The ESP job mix (workloads.md §1.2; shared/data/esp/esp_jobmix.csv), in table order.
+#: The ESP job mix (docs/reference/workloads.md §1.2), in table order.
 JOB_MIX: tuple[EspJobType, ...] = tuple(
     EspJobType(category=c, fraction=f, count=n, target_s=t) for c, f, n, t in (
         ("A", 0.03125, 75, 267), ("B", 0.06250, 9, 322), ("C", 0.50000, 3, 534),

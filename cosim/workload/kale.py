@@ -1,6 +1,6 @@
 """The workload of Kalé, Kumar & DeSouza's adaptive-job experiments (CCGRID'02, §4).
 
-Spec: shared/reference/malleability.md §3.4. The paper gives: 64 processors; an MD benchmark
+Spec: docs/reference/malleability.md §3.4. The paper gives: 64 processors; an MD benchmark
 that takes **64.5 s for 100 iterations on 64 processors** with sub-linear speedup (its
 Figure 6, lost); **Poisson arrivals**; an **exponentially distributed number of iterations,
 mean 100**; adaptive jobs with **min_pes ~ uniform 1..64, max_pes = 64**; traditional jobs

@@ -6,7 +6,7 @@ radius 2/7 around a circle of radius 5/7, outer radius 1, sampled uniformly by a
 ``shape = "blob"``: a bumpy sphere of mean radius about 1, directions uniform on the sphere),
 with exact normals. Iteration ``i`` (of ``images``) computes the spin image of oriented point
 ``o = i mod points`` (the points are in random order, so any prefix is a uniform sample).
-Following Johnson & Hebert as written in ``reference/workloads.md`` §3.2, point ``x_j`` is
+Following Johnson & Hebert as written in ``docs/reference/workloads.md`` §3.2, point ``x_j`` is
 *accepted* into image ``o`` if ``acos(n_o . n_j) <= support_angle`` and its bin indices
 ``k = ceil((W*B/2 - beta) / B)``, ``l = ceil(alpha / B)`` satisfy ``0 <= k, l < W``, where
 ``d = x_j - p_o``, ``beta = n_o . d``, ``alpha = sqrt(max(|d|^2 - beta^2, 0))``, ``W`` is

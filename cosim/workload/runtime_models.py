@@ -4,7 +4,7 @@ A trace job (no loop: its run time ``R`` comes from the SWF) has a *reference al
 ``P0 = Job.pes`` PEs spread over ``H0 = Job.hosts`` hosts by the spread rule
 (`cosim.platform.allocation.spread_pes`), on which it runs for exactly ``R``. On any other
 allocation — ``u_h`` PEs on each of ``H`` hosts, after a moldable start or a resize — it
-progresses at a *rate* relative to the reference (spec: shared/reference/malleability.md §1.5,
+progresses at a *rate* relative to the reference (spec: docs/reference/malleability.md §1.5,
 §4.6; SD-Policy's Eq. 5 and 6, Kalé's sub-linear speedup):
 
 - ``ideal`` (SD-Policy Eq. 5; the default): the app rebalances itself, rate

@@ -5,7 +5,7 @@ adaptive or depends on which PE asks, and a factory). The factory turns validate
 and a `Context` (what is known when the loop starts) into a `Planner`, the mutable state of one
 loop execution. The runtime and `chunk_sizes` call ``planner.next(rank, remaining)`` once per
 work request, in request order, and clamp the answer to ``min(max(raw, min_chunk), remaining)``
-(the canonical clamp of reference/dls.md §1); adaptive planners also receive
+(the canonical clamp of docs/reference/dls.md §1); adaptive planners also receive
 ``planner.record(...)`` with the measurements of the requester's previous chunk just before its
 next request is served (as DLS4LB and LB4OMP deliver them). Batches and stages count requests:
 a planner counts its own calls to `next`. Formulas are evaluated exactly (integers, Fractions,
