@@ -450,8 +450,14 @@ def test_an_interrupt_lost_in_a_gc_callback_is_raised_again():
 
     info = types.SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(),
                                  exc_traceback=None, err_msg=None, object=None)
-    with pytest.raises(KeyboardInterrupt):
-        _unraisable(info)
+    # Python's own SIGINT handler, as in a command started from a terminal (a shell starts
+    # background jobs with SIGINT ignored, and Python then installs none)
+    saved_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _unraisable(info)
+    finally:
+        signal.signal(signal.SIGINT, saved_handler)
     class Broken:
         def __del__(self):
             raise ValueError("x")
