@@ -104,10 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--workload", metavar="FILE.swf",
                      help="SWF trace (plain or .gz); default: the main job")
-    run.add_argument("--platform", default="ib256",
-                     help="platform name in platforms/ or a .toml/.xml file (default ib256)")
+    run.add_argument("--platform", default=None,
+                     help="platform name in platforms/ or a .toml/.xml file (default: ib256, "
+                     "as many hosts as the trace's MaxNodes/MaxProcs header says)")
     run.add_argument("--hosts", type=int, metavar="N",
-                     help="use the first N hosts of the platform (default: all)")
+                     help="use the first N hosts of the platform (default: the trace header's "
+                     "machine on the default platform, else all)")
     run.add_argument("--batch", choices=("fcfs", *sorted(policies.BACKFILLS)), default="easy",
                      help="backfilling: fcfs (= none: the queue head blocks), easy (default), "
                      "conservative")

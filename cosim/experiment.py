@@ -38,7 +38,7 @@ class RunOptions:
     """The options of ``cosim run`` (see ``cosim run --help``)."""
 
     workload: str
-    platform: str = "ib256"
+    platform: str | None = None  # None: DEFAULT_PLATFORM, sized by the trace's header
     hosts: int | None = None
     batch: str = "easy"
     priority: str = "fcfs"
@@ -111,6 +111,8 @@ class Prepared:
 
 
 _DEFAULTS = {f.name: f for f in fields(RunOptions)}
+#: the platform of a run that names none (sized by its trace's header: `_machine`)
+DEFAULT_PLATFORM = "ib256"
 
 
 def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepared:
@@ -141,8 +143,8 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                          and not opt.technique_params)
     if not default_technique:
         _als_config(opt)
-    platform = load_platform(opt.platform)
-    n_hosts = platform.n_hosts if opt.hosts is None else opt.hosts
+    platform = load_platform(opt.platform or DEFAULT_PLATFORM)
+    n_hosts = _machine(opt, platform, warn)
     if not 1 <= n_hosts <= platform.n_hosts:
         raise InputError(f"{n_hosts} hosts asked, the platform {platform.name!r} has "
                          f"{platform.n_hosts}", field="hosts")
@@ -200,6 +202,37 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     als = _als_config(opt) if coupled else None
     return Prepared(opt=opt, platform=platform, n_hosts=n_hosts,
                     cores_per_host=cores_per_host, workload=workload, batch=batch, als=als)
+
+
+def _machine(opt: RunOptions, platform: Any, warn: Callable[[str], None] | None) -> int:
+    """The hosts a run uses: ``--hosts``; else, with neither ``--hosts`` nor ``--platform``,
+    the machine the trace's header describes (``MaxNodes``, else ``MaxProcs``) on the default
+    platform — a replay of KTH-SP2 runs on its 100 nodes, not on 256 hosts at 27 %
+    utilization; else all the platform's hosts. A header machine other than the one used is
+    warned about; one larger than the default platform is an `InputError` asking for a
+    platform."""
+    from cosim.workload.swf import machine_hosts, read_swf_header
+
+    cores = platform.hosts[0].cores
+    header = read_swf_header(opt.workload)
+    described = machine_hosts(header, cores, file=opt.workload)
+    if opt.hosts is not None:
+        n_hosts = opt.hosts
+    elif opt.platform is None and described is not None:
+        n_hosts, what = described
+        if n_hosts > platform.n_hosts:
+            raise InputError(f"its header describes a machine of {n_hosts} hosts ({what}), "
+                             f"larger than the default platform {platform.name!r} "
+                             f"({platform.n_hosts} hosts): choose one with --platform (a "
+                             "file, or e.g. curie5040) or simulate fewer with --hosts",
+                             file=opt.workload)
+        return n_hosts
+    else:
+        n_hosts = platform.n_hosts
+    if described is not None and described[0] != n_hosts and warn is not None:
+        warn(f"{opt.workload}: its header describes a machine of {described[0]} hosts "
+             f"({described[1]}); simulating {n_hosts} hosts of {platform.name}")
+    return n_hosts
 
 
 def _als_config(opt: RunOptions) -> Any:

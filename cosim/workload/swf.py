@@ -61,7 +61,7 @@ import math
 import os
 import re
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
@@ -76,7 +76,8 @@ from cosim.workload.runtime_models import IDEAL, RuntimeModel, model_from_pairs
 
 __all__ = [
     "FIELD_NAMES", "N_FIELDS", "COSIM_APP_KEY", "SwfRecord", "SwfReader", "SwfWorkload",
-    "AppInfo", "iter_swf_records", "read_swf", "header_values", "parse_cosim_app",
+    "AppInfo", "iter_swf_records", "read_swf", "read_swf_header", "machine_hosts",
+    "header_values", "parse_cosim_app",
     "seconds_to_ticks", "MARK_KEYS", "MODEL_KEYS",
 ]
 
@@ -324,6 +325,48 @@ def iter_swf_records(path: str | os.PathLike[str], *, lenient: bool = False,
     directly to get the header and the bad-line count too.
     """
     return iter(SwfReader(path, lenient=lenient, warn=warn))
+
+
+def read_swf_header(path: str | os.PathLike[str]) -> tuple[tuple[tuple[str, str], int], ...]:
+    """The header of an SWF file — its comment lines before the first job line — as
+    ``((key, value), line)`` pairs, read without the job lines (`SwfReader` reads the same
+    header with the jobs)."""
+    reader = SwfReader(path)
+    entry: list[str] | None = None
+    with _open_text(reader.path) as fh:
+        try:
+            for lineno, line in enumerate(fh, 1):
+                parts = line.split()
+                if not parts:
+                    continue
+                if parts[0][0] != ";":
+                    break
+                entry = reader._comment(line, lineno, entry)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise InputError(f"corrupt or truncated gzip data ({exc})", file=reader.path) \
+                from None
+    return tuple(zip(reader.header, reader.header_lines, strict=True))
+
+
+def machine_hosts(header: Sequence[tuple[tuple[str, str], int]], cores_per_host: int, *,
+                  file: str | None = None) -> tuple[int, str] | None:
+    """The machine an SWF header describes, in hosts of `cores_per_host` cores: ``(hosts,
+    what)`` from ``MaxNodes`` (the number of nodes), else from ``MaxProcs`` (processors,
+    ``ceil(MaxProcs / cores_per_host)`` hosts), `what` saying which (``"MaxNodes 100"``); None
+    when the header has neither. A value that is not a positive integer is an `InputError`
+    naming its line."""
+    for key in ("MaxNodes", "MaxProcs"):
+        found = [(v, line) for (k, v), line in header if k == key]
+        if not found:
+            continue
+        value, line = found[0]
+        text = value.split()[0] if value.split() else ""
+        if not text.isdigit() or int(text) < 1:
+            raise InputError(f"header {key} {value!r} is not a positive integer", file=file,
+                             line=line, field=key)
+        n = int(text)
+        return (n if key == "MaxNodes" else -(-n // cores_per_host)), f"{key} {n}"
+    return None
 
 
 def header_values(header: tuple[tuple[str, str], ...], key: str) -> tuple[str, ...]:
