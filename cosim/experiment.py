@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -352,6 +353,32 @@ def plan(opt: RunOptions) -> list[RunOptions]:
 _NAMED = frozenset(("workload", "batch", "priority", "technique", "rca", "malleable"))
 #: RunOptions fields that change only what is written and where, never a result
 OUTPUT_ONLY = frozenset(("out", "trace", "plots", "chunks"))
+
+
+#: options whose value is a table of key = value (strings)
+OPTION_MAPPINGS = frozenset(("technique_params", "app_overrides", "malleable_params"))
+
+
+def option_value(key: str, value: Any, *, exclude: frozenset[str] = frozenset(),
+                 where: str | None = None) -> Any:
+    """`value` (a TOML or Python value, or a CLI string) for the `RunOptions` field `key`,
+    typed like it; `InputError` (field `where`, default `key`) for an unknown key, one in
+    `exclude`, or a value of the wrong type."""
+    hints = typing.get_type_hints(RunOptions)
+    where = where or key
+    if key in exclude or key not in hints:
+        known = sorted(k for k in hints if k not in exclude)
+        raise InputError(f"not a run option (known: {', '.join(known)})", field=where)
+    if key in OPTION_MAPPINGS:
+        if not isinstance(value, Mapping):
+            raise InputError("a table of key = value", field=where)
+        return {str(k): str(v) for k, v in value.items()}
+    from cosim.config import coerce
+
+    try:
+        return coerce(value, hints[key], where=where)
+    except InputError as exc:
+        raise InputError(exc.problem, field=where) from None
 
 
 def option_text(value: Any) -> Any:

@@ -26,16 +26,15 @@ import itertools
 import json
 import re
 import time
-import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cosim.config import coerce, read_toml
+from cosim.config import read_toml
 from cosim.core.files import atomic_open
 from cosim.errors import InputError
-from cosim.experiment import OUTPUT_ONLY, RunOptions, option_text
+from cosim.experiment import OUTPUT_ONLY, RunOptions, option_text, option_value
 from cosim.output.runfiles import csv_field
 
 __all__ = ["SweepRun", "load_spec", "run_id", "run_sweep", "SWEEP_TABLE", "SWEEP_H5"]
@@ -44,7 +43,6 @@ SWEEP_TABLE = "sweep.csv"
 SWEEP_H5 = "sweep.h5"
 _SECTIONS = ("base", "grid", "zip", "seeds", "repeat")
 _NOT_OPTIONS = frozenset(("out",))  # the sweep decides where each run writes
-_MAPPINGS = frozenset(("technique_params", "app_overrides", "malleable_params"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,15 +114,14 @@ def load_spec(path: str | Path) -> list[SweepRun]:
             if key in seen:
                 raise fail("varies twice (in two axes)", key)
             seen.add(key)
-    hints = typing.get_type_hints(RunOptions)
-    base_opts = {k: _value(k, v, hints, fail, "base") for k, v in base.items()}
+    base_opts = {k: _value(k, v, fail, "base") for k, v in base.items()}
     runs: list[SweepRun] = []
     ids: dict[str, int] = {}
     for combo in itertools.product(*axes) if axes else [()]:
         varying = tuple(kv for point in combo for kv in point)
         options = dict(base_opts)
         for key, value in varying:
-            options[key] = _value(key, value, hints, fail, "grid")
+            options[key] = _value(key, value, fail, "grid")
         if "workload" not in options:
             raise fail("every run needs a workload (in [base] or [grid])", "base.workload")
         try:
@@ -141,19 +138,11 @@ def load_spec(path: str | Path) -> list[SweepRun]:
     return runs
 
 
-def _value(key: str, value: Any, hints: Mapping[str, Any],
-           fail: Callable[[str, str], InputError], section: str) -> Any:
-    """A spec value for option `key`, typed like the `RunOptions` field."""
+def _value(key: str, value: Any, fail: Callable[[str, str], InputError], section: str) -> Any:
+    """A spec value for option `key`, typed like the `RunOptions` field (`option_value`)."""
     where = f"{section}.{key}"
-    if key in _NOT_OPTIONS or key not in hints:
-        known = sorted(k for k in hints if k not in _NOT_OPTIONS)
-        raise fail(f"not a run option (known: {', '.join(known)})", where)
-    if key in _MAPPINGS:
-        if not isinstance(value, dict):
-            raise fail("a table of key = value", where)
-        return {str(k): str(v) for k, v in value.items()}
     try:
-        return coerce(value, hints[key], where=where)
+        return option_value(key, value, exclude=_NOT_OPTIONS, where=where)
     except InputError as exc:
         raise fail(exc.problem, where) from None
 
