@@ -28,6 +28,7 @@ from typing import Any
 from cosim.bls import policies
 from cosim.core.files import hold_dir
 from cosim.errors import EXIT_INPUT, EXIT_OUTPUT, CosimError, InputError, OutputError
+from cosim.plugins import Choices
 
 __all__ = ["main", "build_parser"]
 
@@ -110,17 +111,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--hosts", type=int, metavar="N",
                      help="use the first N hosts of the platform (default: the trace header's "
                      "machine on the default platform, else all)")
-    run.add_argument("--batch", choices=("fcfs", *sorted(policies.BACKFILLS)), default="easy",
-                     help="backfilling: fcfs (= none: the queue head blocks), easy (default), "
-                     "conservative")
-    run.add_argument("--priority", choices=sorted(policies.PRIORITIES), default="fcfs",
-                     help="queue order (default fcfs)")
-    run.add_argument("--selection", choices=sorted(policies.SELECTIONS),
-                     default="first-fit", help="host selection (default first-fit)")
+    # the choices come from the registries (plugins included, `cosim.plugins`), listed only
+    # when shown: a metavar keeps argparse from listing them while it builds the parser
+    run.add_argument("--batch", choices=Choices(policies.BACKFILLS, "fcfs"), default="easy",
+                     metavar="POLICY",
+                     help="backfilling, one of %(choices)s: fcfs (= none: the queue head "
+                     "blocks), easy (default), conservative")
+    run.add_argument("--priority", choices=Choices(policies.PRIORITIES), default="fcfs",
+                     metavar="ORDER", help="queue order, one of %(choices)s (default fcfs)")
+    run.add_argument("--selection", choices=Choices(policies.SELECTIONS), metavar="RULE",
+                     default="first-fit", help="host selection, one of %(choices)s (default "
+                     "first-fit)")
     run.add_argument("--malleable", choices=policies.malleable_names(), default="none",
-                     help="malleable policy: equi = equipartition (Kale et al.): every job its "
-                     "minimum PEs, the rest shared equally up to each maximum; it replaces "
-                     "--batch (default none)")
+                     metavar="POLICY",
+                     help="malleable policy, one of %(choices)s: equi = equipartition (Kale et "
+                     "al.): every job its minimum PEs, the rest shared equally up to each "
+                     "maximum; sd = SD-Policy; it replaces --batch (default none)")
     run.add_argument("--malleable-param", action="append", metavar="K=V", default=[],
                      help="malleable policy parameter (repeatable): equi: share=additive|level, "
                      "queue=first-fit|fcfs; sd: sharing_factor, cutoff=fixed|dynamic|none, "

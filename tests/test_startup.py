@@ -21,7 +21,8 @@ import json, sys
 from cosim.cli import main
 code = main(sys.argv[1:])
 heavy = ("mpi4py", "networkx", "matplotlib", "otf2", "cosim.als.manager", "cosim.als.runtime",
-         "cosim.als.techniques", "cosim.workload.apps", "cosim.transport.mpi")
+         "cosim.als.techniques", "cosim.workload.apps", "cosim.transport.mpi",
+         "importlib.metadata")  # the plugins' entry points: only for names not built in
 print(json.dumps({"code": code, "loaded": [m for m in heavy if m in sys.modules]}))
 """
 

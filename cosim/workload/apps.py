@@ -18,11 +18,11 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 
 from cosim.config import build, check_keys, read_toml
 from cosim.errors import InputError
 from cosim.paths import APPS_DIR
+from cosim.plugins import Registry
 from cosim.workload import mandelbrot, profile, psia
 from cosim.workload.costs import TaskCosts
 
@@ -39,11 +39,11 @@ class AppModel:
     compute: Callable[..., TaskCosts]
 
 
-MODELS: Mapping[str, AppModel] = MappingProxyType({
+MODELS: Mapping[str, AppModel] = Registry("cosim.apps", {
     "mandelbrot": AppModel(params=mandelbrot.MandelbrotParams, compute=mandelbrot.compute),
     "profile": AppModel(params=profile.ProfileParams, compute=profile.compute),
     "psia": AppModel(params=psia.PsiaParams, compute=psia.compute),
-})
+}, kind=AppModel, key=str.lower)  # + plugins (`cosim.plugins`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,15 +20,16 @@ from cosim.als.techniques import (
 from cosim.als.techniques.base import CommonParams, Context, Planner, Technique
 from cosim.config import build
 from cosim.errors import InputError
+from cosim.plugins import Registry
 
 __all__ = ["REGISTRY", "names", "get", "make_params", "chunk_sizes", "Context", "Planner",
            "Technique", "CommonParams"]
 
-REGISTRY: Mapping[str, Technique] = {
+REGISTRY: Mapping[str, Technique] = Registry("cosim.techniques", {
     m.TECHNIQUE.name: m.TECHNIQUE
     for m in (static, ss, fsc, mfsc, gss, tss, fac, fac2, wf, awf, awf_b, awf_c, awf_d, awf_e,
               af, tap, fiss, viss, tfss, pls, rnd)
-}
+}, kind=Technique, key=str.upper, name_of=lambda t: t.name)  # + plugins (`cosim.plugins`)
 
 
 def names() -> list[str]:

@@ -38,22 +38,26 @@ from cosim.bls.policies.base import (
     overran,
 )
 from cosim.errors import InputError
+from cosim.plugins import Choices, Registry
 
 __all__ = ["PRIORITIES", "BACKFILLS", "SELECTIONS", "DYNAMICS", "priority", "backfill",
            "selection", "dynamic", "malleable_names", "PassView", "DynamicView", "Plan",
            "PriorityPolicy", "BackfillPolicy", "SelectionPolicy", "DynamicPolicy",
            "expected_end", "overran"]
 
-PRIORITIES: Mapping[str, PriorityPolicy] = {m.POLICY.name: m.POLICY for m in (fcfs, sjf)}
-BACKFILLS: Mapping[str, BackfillPolicy] = {
-    m.POLICY.name: m.POLICY for m in (none, easy, conservative)
-}
-SELECTIONS: Mapping[str, SelectionPolicy] = {
-    m.POLICY.name: m.POLICY for m in (first_fit, contiguous, best_fit)
-}
-DYNAMICS: Mapping[str, DynamicPolicy] = {
-    m.POLICY.name: m.POLICY for m in (equipartition, sdpolicy, rca_exclusion)
-}
+# built in, and then the plugins' (entry points, `cosim.plugins`)
+PRIORITIES: Mapping[str, PriorityPolicy] = Registry(
+    "cosim.priority", {m.POLICY.name: m.POLICY for m in (fcfs, sjf)}, kind=PriorityPolicy,
+    key=str.lower, name_of=lambda p: p.name)
+BACKFILLS: Mapping[str, BackfillPolicy] = Registry(
+    "cosim.backfill", {m.POLICY.name: m.POLICY for m in (none, easy, conservative)},
+    kind=BackfillPolicy, key=str.lower, name_of=lambda p: p.name)
+SELECTIONS: Mapping[str, SelectionPolicy] = Registry(
+    "cosim.selection", {m.POLICY.name: m.POLICY for m in (first_fit, contiguous, best_fit)},
+    kind=SelectionPolicy, key=str.lower, name_of=lambda p: p.name)
+DYNAMICS: Mapping[str, DynamicPolicy] = Registry(
+    "cosim.dynamic", {m.POLICY.name: m.POLICY for m in (equipartition, sdpolicy, rca_exclusion)},
+    kind=DynamicPolicy, key=str.lower, name_of=lambda p: p.name)
 
 
 def _lookup(table: Mapping[str, object], name: str, what: str, field: str) -> object:
@@ -88,6 +92,7 @@ def dynamic(name: str, family: str | None = None) -> DynamicPolicy:
     return _lookup(table, name, f"{family or 'dynamic'} policy", field)  # type: ignore[return-value]
 
 
-def malleable_names() -> tuple[str, ...]:
-    """``none`` and the names of the malleable policies, sorted (the ``--malleable`` choices)."""
-    return ("none", *sorted(k for k, v in DYNAMICS.items() if v.family == "malleable"))
+def malleable_names() -> Choices:
+    """``none`` and the names of the malleable policies, sorted (the ``--malleable`` choices;
+    plugins are listed only when the choices are)."""
+    return Choices(DYNAMICS, "none", keep=lambda p: p.family == "malleable")
