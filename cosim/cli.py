@@ -194,6 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--chunks", action="store_true",
                      help="store every app's chunk table in results.h5 (compressed)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    talk = run.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true",
+                      help="no progress bar and no progress lines on standard error (warnings "
+                      "and errors still print)")
+    talk.add_argument("-v", "--verbose", action="store_true",
+                      help="a progress bar even when standard error is not a terminal, and "
+                      "the time each step took (read, simulate, write)")
     run.set_defaults(handler=_cmd_run)
 
     sweep = sub.add_parser(
@@ -436,7 +443,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from cosim.experiment import plan, prepare, serve_als
 
     warnings: list[str] = []
+    t0 = time.perf_counter()
     runs = [prepare(o, warn=warnings.append) for o in plan(_run_options(args, args.workload))]
+    read_s = time.perf_counter() - t0
     # the output directories are checked before anything is simulated (on every rank: the
     # same answer everywhere)
     outs = [_run_dir(run.opt, args.workload is not None) for run in runs]
@@ -469,10 +478,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
             except StoppedByInterrupt:  # rank 0 was interrupted (this rank was not): no next run
                 return 0
             return 0
-        return _run_and_write(args, runs, outs, comm)
+        return _run_and_write(args, runs, outs, comm, read_s)
 
 
-def _run_and_write(args: argparse.Namespace, runs: list, outs: list[Path], comm: Any) -> int:
+def _run_and_write(args: argparse.Namespace, runs: list, outs: list[Path], comm: Any,
+                   read_s: float = 0.0) -> int:
     """Rank 0's part of ``cosim run``: simulate each run, write its files, print."""
     from cosim.experiment import execute, write_outputs
     from cosim.output.runfiles import write_summary
@@ -483,21 +493,31 @@ def _run_and_write(args: argparse.Namespace, runs: list, outs: list[Path], comm:
     for out in outs:
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             (out / "summary.json").unlink()
+    say = _Say(args)
+    say.step(f"read {sum(len(r.workload.jobs) for r in runs):,} jobs, checked the options",
+             time.perf_counter() - read_s)
     for i, (run, out) in enumerate(zip(runs, outs)):
         if args.workload is None:
-            print(f"cosim: simulating {Path(run.opt.workload).name} with {run.opt.technique}, "
-                  f"RCA {run.opt.rca} ...", file=sys.stderr, flush=True)
-        record = execute(run, comm=comm, rank0_apps=args.rank0_apps)
+            say.line(f"simulating {Path(run.opt.workload).name} with {run.opt.technique}, "
+                     f"RCA {run.opt.rca} ...")
+        with say.progress(len(run.workload.jobs), out.name) as progress:
+            t0 = time.perf_counter()
+            record = execute(run, comm=comm, rank0_apps=args.rank0_apps, progress=progress)
+        say.step(f"{out.name}: simulated {len(run.workload.jobs):,} jobs", t0)
         # one results.h5 per command: the main job's two runs go into the directory above them
         base = out if args.workload else out.parent
+        t0 = time.perf_counter()
         tables.append(write_outputs(record, out, run_id=out.name, results=base / "results.h5",
                                     first=i == 0, argv=["cosim", *sys.argv[1:]],
                                     summary=False))
+        say.step(f"{out.name}: wrote {out}", t0)
         records.append(record)
     if runs[0].opt.plots:
         from cosim.output.plots import write_plots
 
+        t0 = time.perf_counter()
         pngs = write_plots(base, tables)
+        say.step(f"drew {len(pngs)} plots", t0)
         for r in records:
             r.summary["plots"] = [str(p) for p in pngs]
     for r in records:  # last: a summary.json marks a complete run
@@ -511,6 +531,32 @@ def _run_and_write(args: argparse.Namespace, runs: list, outs: list[Path], comm:
     else:
         _print_comparison(summaries)
     return 0
+
+
+class _Say:
+    """What ``cosim run`` tells on standard error besides warnings and errors: progress lines,
+    a progress bar (when standard error is a terminal; ``--verbose``: always; ``--quiet``:
+    never) and, with ``--verbose``, each step's wall time."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.quiet = getattr(args, "quiet", False)
+        self.verbose = getattr(args, "verbose", False)
+        self.bar = not self.quiet and (self.verbose or sys.stderr.isatty())
+
+    def line(self, text: str) -> None:
+        if not self.quiet:
+            print(f"cosim: {text}", file=sys.stderr, flush=True)
+
+    def step(self, text: str, since: float) -> None:
+        if self.verbose:
+            self.line(f"{text} in {time.perf_counter() - since:.2f} s")
+
+    def progress(self, total: int, label: str) -> Any:
+        if not self.bar:
+            return contextlib.nullcontext()
+        from cosim.output.progress import Progress
+
+        return Progress(total, label, delay_s=0.0 if self.verbose else None)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

@@ -276,9 +276,11 @@ def _check_app_overrides(jobs: Sequence[Any], overrides: Mapping[str, str]) -> N
 
 
 def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = None, *,
-            comm: Any = None, rank0_apps: bool = False) -> RunRecord:
+            comm: Any = None, rank0_apps: bool = False,
+            progress: Callable[[int, int], None] | None = None) -> RunRecord:
     """Simulate a prepared run (no file is written); with `comm` (K > 1 ranks) the apps are
-    simulated on ranks 1..K-1, which must be running `serve_als` on the same run."""
+    simulated on ranks 1..K-1, which must be running `serve_als` on the same run;
+    `progress`: see `cosim.runner.simulate`."""
     from cosim.output.metrics import summary as metrics_summary
     from cosim.runner import simulate
 
@@ -287,7 +289,8 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     t0 = time.perf_counter()
     result = simulate(p.workload.jobs, n_hosts=p.n_hosts, platform=p.platform, batch=p.batch,
                       als=p.als if p.coupled else None, quantum=to_ticks(opt.quantum_s),
-                      comm=comm if p.coupled else None, rank0_apps=rank0_apps)
+                      comm=comm if p.coupled else None, rank0_apps=rank0_apps,
+                      progress=progress)
     wall = time.perf_counter() - t0
     outcomes = tuple(result.outcomes) + _rejected(p.workload)
     w = p.workload

@@ -23,7 +23,7 @@ order, so the order of the input never matters; ids must be unique.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,9 @@ from cosim.transport.loopback import LocalAls
 from cosim.workload.jobs import Job, JobOutcome
 
 __all__ = ["RunStats", "SimResult", "simulate", "simulate_batch", "cosimulate", "run_rounds"]
+
+#: rounds between two calls of `run_rounds`'s progress callback (a call costs microseconds)
+_PROGRESS_EVERY = 512
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +115,7 @@ def simulate(
     cache_dir: str | None = None,
     comm: Any = None,
     rank0_apps: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SimResult:
     """Simulate `jobs` on the first `n_hosts` hosts of a machine.
 
@@ -136,6 +140,9 @@ def simulate(
         with an `AppSimulator` (None: everything in this process).
     rank0_apps:
         With MPI, rank 0 simulates apps too.
+    progress:
+        Called now and then with the decided tick and the number of jobs ended
+        (`cosim.output.progress.Progress`).
     """
     wall0 = time.perf_counter()
     if n_hosts < 1:
@@ -187,7 +194,7 @@ def simulate(
             local = {TRACE: trace, **({0: apps()} if rank0_apps else {})}
             group = MpiAls(comm, local=local, placement=LeastWork(
                 app_ranks(comm.size, rank0_apps, als.technique), platform))
-    rounds, facts_seen, wall_bls, totals = run_rounds(order, sched, group, quantum)
+    rounds, facts_seen, wall_bls, totals = run_rounds(order, sched, group, quantum, progress)
     outcomes = tuple(sched.outcomes[j.id] for j in sorted(order, key=lambda j: j.id))
     stats = RunStats(rounds=rounds, passes=sched.passes,
                      events=sched.facts + sched.submissions + sched.kills, facts=facts_seen,
@@ -223,11 +230,13 @@ def cosimulate(jobs: Sequence[Job], *, platform: Any, n_hosts: int, batch: Batch
 
 
 def run_rounds(order: Sequence[Job], sched: BatchScheduler, group: AlsGroup,
-               quantum: int = 0) -> tuple[int, int, float, AlsTotals]:
+               quantum: int = 0, progress: Callable[[int, int], None] | None = None
+               ) -> tuple[int, int, float, AlsTotals]:
     """The round loop (module docstring) over `group` until every job has ended.
 
-    `order` is the workload sorted by (submit, id). Returns the rounds, the facts handled, the
-    batch level's wall time and the group's totals; `group` is closed in every case.
+    `order` is the workload sorted by (submit, id); `progress` (if any) is called every
+    512 rounds and at the end with the decided tick and the jobs ended. Returns the rounds, the facts handled, the batch level's wall time and the group's
+    totals; `group` is closed in every case.
     """
     n, i, rounds, facts_seen = len(order), 0, 0, 0
     commands: list[Command] = []
@@ -247,6 +256,8 @@ def run_rounds(order: Sequence[Job], sched: BatchScheduler, group: AlsGroup,
                 if quantum:
                     grant = -(-grant // quantum) * quantum
             rounds += 1
+            if progress is not None and not rounds % _PROGRESS_EVERY:
+                progress(grant, len(sched.outcomes))
             local = None
             while True:
                 facts, promise = local or group.round(grant, commands)
@@ -274,6 +285,8 @@ def run_rounds(order: Sequence[Job], sched: BatchScheduler, group: AlsGroup,
             wall_bls += time.perf_counter() - t1
         if not sched.idle:
             raise ProtocolError("simulation ended with jobs still queued or running")
+        if progress is not None:
+            progress(decided, len(sched.outcomes))
         totals = group.finish()
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the ALS ranks stop without a next run
         group.close(interrupted=True)
