@@ -686,7 +686,7 @@ def _print_outputs(rows: list[dict]) -> None:
     if first.get("plots"):
         print(f"plots:   {', '.join(first['plots'])}")
     for r in rows:
-        files = "jobs.csv, schedule.swf, summary.json"
+        files = "jobs.csv, batsim_jobs.csv, schedule.swf, summary.json"
         if r.get("trace"):
             t = r["trace"]
             files += f", trace/ ({t['level']}: {t['events']:,} events, {t['wall_s']:.1f} s)"

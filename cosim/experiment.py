@@ -121,6 +121,7 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     any simulation (and, under MPI, on every rank before MPI is used)."""
     from cosim.bls import BatchConfig
     from cosim.platform import load_platform
+    from cosim.workload.batsim import is_batsim, read_batsim
     from cosim.workload.swf import read_swf
 
     for name, field_name, value in (("the quantum", "quantum", opt.quantum_s),
@@ -160,9 +161,13 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     if opt.exclusion_ok not in EXCLUSION_HINTS:
         raise InputError(f"unknown exclusion hint {opt.exclusion_ok!r} (known: "
                          f"{', '.join(EXCLUSION_HINTS)})", field="exclusion-ok")
-    workload = read_swf(opt.workload, cores_per_host=cores_per_host, max_hosts=n_hosts,
-                        procs_field=opt.procs_field, lenient=opt.lenient,
-                        skip_zero_runtime=opt.skip_zero_runtime, warn=warn)
+    if is_batsim(opt.workload):
+        workload = read_batsim(opt.workload, cores_per_host=cores_per_host, max_hosts=n_hosts,
+                               warn=warn)
+    else:
+        workload = read_swf(opt.workload, cores_per_host=cores_per_host, max_hosts=n_hosts,
+                            procs_field=opt.procs_field, lenient=opt.lenient,
+                            skip_zero_runtime=opt.skip_zero_runtime, warn=warn)
     if not workload.jobs:
         raise InputError("no job to simulate", file=opt.workload)
     if opt.exclusion_ok != "trace":
@@ -207,16 +212,19 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
 
 def _machine(opt: RunOptions, platform: Any, warn: Callable[[str], None] | None) -> int:
     """The hosts a run uses: ``--hosts``; else, with neither ``--hosts`` nor ``--platform``,
-    the machine the trace's header describes (``MaxNodes``, else ``MaxProcs``) on the default
-    platform — a replay of KTH-SP2 runs on its 100 nodes, not on 256 hosts at 27 %
-    utilization; else all the platform's hosts. A header machine other than the one used is
-    warned about; one larger than the default platform is an `InputError` asking for a
-    platform."""
+    the machine the trace describes (an SWF header's ``MaxNodes``, else ``MaxProcs``; a
+    Batsim workload's ``nb_res``) on the default platform — a replay of KTH-SP2 runs on its
+    100 nodes, not on 256 hosts at 27 % utilization; else all the platform's hosts. A
+    described machine other than the one used is warned about; one larger than the default
+    platform is an `InputError` asking for a platform."""
+    from cosim.workload.batsim import batsim_machine, is_batsim
     from cosim.workload.swf import machine_hosts, read_swf_header
 
     cores = platform.hosts[0].cores
-    header = read_swf_header(opt.workload)
-    described = machine_hosts(header, cores, file=opt.workload)
+    if is_batsim(opt.workload):
+        described: tuple[int, str] | None = batsim_machine(opt.workload)
+    else:
+        described = machine_hosts(read_swf_header(opt.workload), cores, file=opt.workload)
     if opt.hosts is not None:
         n_hosts = opt.hosts
     elif opt.platform is None and described is not None:
@@ -448,11 +456,14 @@ def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
     last, once the plots are drawn). Returns the run's `RunTables`."""
     from cosim.output.hdf5 import append_run, command_provenance, write_results
     from cosim.output.runfiles import write_jobs_csv, write_summary
+    from cosim.workload.batsim import write_batsim_jobs
     from cosim.workload.swf_write import write_swf
 
     opt = record.opt
     run_id = run_id or out.name
     write_jobs_csv(out / "jobs.csv", record.outcomes)
+    write_batsim_jobs(out / "batsim_jobs.csv", record.outcomes,
+                      workload=Path(opt.workload).name.split(".")[0])
     write_swf(out / "schedule.swf", record.outcomes, header=record.header,
               cores_per_host=record.cores_per_host,
               prefer_fracs=(opt.min_frac, opt.max_frac))

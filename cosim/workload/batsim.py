@@ -1,0 +1,218 @@
+"""Batsim interoperability: its JSON workloads in, its ``jobs.csv`` out.
+
+**Workloads** (`read_batsim`). A Batsim workload is a JSON object with ``nb_res`` (the
+machine's resources), ``jobs`` (each with ``id``, ``subtime`` in seconds, ``res`` the
+resources it asks for, ``profile`` a name, optional ``walltime`` in seconds, -1 or absent for
+none) and ``profiles`` (name -> ``{"type": ..., ...}``). cosim replays ``delay`` profiles: the
+job runs for ``delay`` seconds, as a trace job of an SWF file; a job whose profile is of
+another type (``parallel``, ``parallel_homogeneous``, ``composed``, ...: work on a SimGrid
+platform, which cosim does not model) is refused with its job, profile and type named. A
+resource is a host (``hosts = pes = res``), the machine ``nb_res`` hosts (the header machine
+of `cosim.experiment`: a replay without ``--hosts``/``--platform`` runs on it); a job without
+a walltime gets its run time as requested time, as an SWF job with field 9 unknown does; a
+job larger than the machine is rejected (warned about). Ids must be integers (JSON numbers or
+decimal strings: ``"42"``); Batsim's ``workload!id`` form keeps the part after ``!``. The
+profile's name becomes the job's category where it is made of letters, digits and ``_.:+-/``.
+Every problem is an `InputError` naming the file, the JSON line where known, and the job.
+
+**Schedules** (`write_batsim_jobs`). ``batsim_jobs.csv`` has the columns of Batsim's
+``_jobs.csv`` in its order (`BATSIM_COLUMNS`), times in seconds: ``success`` 1 for a job that
+completed, ``final_state`` ``COMPLETED_SUCCESSFULLY``, ``COMPLETED_WALLTIME_REACHED`` (killed
+at its requested time) or ``REJECTED`` (then every time is -1 and no resource is allocated),
+``stretch`` = turnaround / execution time (``inf`` for an instantaneous job that waited, 1 if it
+did not), ``allocated_resources`` the hosts it used as Batsim's interval set (``0-3 7``),
+``consumed_energy`` -1 (not modelled) and ``metadata`` empty; ``profile`` is the job's category,
+else its app (``rigid`` for a trace job). evalys (``JobSet.from_csv``) reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from cosim.errors import InputError
+from cosim.workload.jobs import CATEGORY_CHARS, Job, JobOutcome
+from cosim.workload.swf import SwfWorkload, seconds_to_ticks
+
+__all__ = ["BATSIM_COLUMNS", "is_batsim", "read_batsim", "batsim_machine", "write_batsim_jobs",
+           "batsim_rows"]
+
+BATSIM_COLUMNS = ("job_id", "workload_name", "profile", "submission_time",
+                  "requested_number_of_resources", "requested_time", "success", "final_state",
+                  "starting_time", "execution_time", "finish_time", "waiting_time",
+                  "turnaround_time", "stretch", "allocated_resources", "consumed_energy",
+                  "metadata")
+_FINAL = {"completed": "COMPLETED_SUCCESSFULLY", "killed": "COMPLETED_WALLTIME_REACHED",
+          "rejected": "REJECTED"}
+
+
+def is_batsim(path: str | os.PathLike[str]) -> bool:
+    """True for a Batsim JSON workload (by its ``.json`` suffix)."""
+    return os.fspath(path).lower().endswith(".json")
+
+
+def _load(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        raise InputError("no such file", file=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg}, column {exc.colno})", file=path,
+                         line=exc.lineno) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read ({getattr(exc, 'strerror', None) or exc})",
+                         file=path) from None
+    if not isinstance(doc, dict):
+        raise InputError("a Batsim workload is a JSON object", file=path)
+    return doc
+
+
+def _count(value: Any, what: str, path: str, *, positive: bool = True) -> int:
+    ok = isinstance(value, int) and not isinstance(value, bool) or (
+        isinstance(value, float) and value.is_integer())
+    if not ok or (positive and value < 1):
+        raise InputError(f"{what} must be a {'positive ' if positive else ''}integer, got "
+                         f"{value!r}", file=path, field=what)
+    return int(value)
+
+
+def _seconds(value: Any, what: str, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+            value) or value < 0:
+        raise InputError(f"{what} must be a number of seconds >= 0, got {value!r}", file=path,
+                         field=what)
+    return seconds_to_ticks(repr(value) if isinstance(value, float) else str(value))
+
+
+def batsim_machine(path: str | os.PathLike[str]) -> tuple[int, str]:
+    """``(nb_res, "nb_res N")``: the machine a Batsim workload describes, in hosts."""
+    path = os.fspath(path)
+    n = _count(_load(path).get("nb_res"), "nb_res", path)
+    return n, f"nb_res {n}"
+
+
+def read_batsim(path: str | os.PathLike[str], *, cores_per_host: int = 1,
+                max_hosts: int | None = None,
+                warn: Callable[[str], None] | None = None) -> SwfWorkload:
+    """The jobs of a Batsim JSON workload (module docstring), as an `SwfWorkload` whose header
+    holds ``MaxNodes`` = ``nb_res``."""
+    path = os.fspath(path)
+    doc = _load(path)
+    nb_res = _count(doc.get("nb_res"), "nb_res", path)
+    profiles = doc.get("profiles", {})
+    jobs_in = doc.get("jobs")
+    if not isinstance(profiles, dict) or not isinstance(jobs_in, list):
+        raise InputError("needs \"jobs\" (a list) and \"profiles\" (an object)", file=path)
+    jobs: list[Job] = []
+    rejected: list[Job] = []
+    seen: set[int] = set()
+    for k, item in enumerate(jobs_in):
+        where = f"jobs[{k}]"
+        if not isinstance(item, dict):
+            raise InputError(f"{where} is not an object", file=path, field=where)
+        raw_id = item.get("id")
+        text = str(raw_id).rsplit("!", 1)[-1] if raw_id is not None else ""
+        if isinstance(raw_id, bool) or not text.isdigit():
+            raise InputError(f"{where}: id {raw_id!r} is not an integer (cosim numbers jobs)",
+                             file=path, field=f"{where}.id")
+        jid = int(text)
+        if jid in seen:
+            raise InputError(f"{where}: job id {jid} appears twice", file=path,
+                             field=f"{where}.id")
+        seen.add(jid)
+        for key in ("subtime", "res", "profile"):
+            if key not in item:
+                raise InputError(f"job {jid}: no {key!r}", file=path, field=f"{where}.{key}")
+        name = item["profile"]
+        profile = profiles.get(name) if isinstance(name, str) else None
+        if not isinstance(profile, dict):
+            raise InputError(f"job {jid}: profile {name!r} is not defined in \"profiles\"",
+                             file=path, field=f"{where}.profile")
+        kind = profile.get("type")
+        if kind != "delay":
+            raise InputError(f"job {jid}: profile {name!r} is of type {kind!r}; cosim replays "
+                             "delay profiles only (their run time is the delay), not work on "
+                             "a SimGrid platform", file=path, field=f"{where}.profile")
+        runtime = _seconds(profile.get("delay"), f"profiles.{name}.delay", path)
+        submit = _seconds(item["subtime"], f"{where}.subtime", path)
+        res = _count(item["res"], f"{where}.res", path)
+        wall = item.get("walltime", -1)
+        walltime = runtime if wall is None or (isinstance(wall, int | float)
+                                              and not isinstance(wall, bool) and wall < 0) \
+            else _seconds(wall, f"{where}.walltime", path)
+        job = Job(id=jid, submit=submit, hosts=-(-res // cores_per_host), pes=res,
+                  walltime=walltime, runtime=runtime,
+                  category=name if name and CATEGORY_CHARS.issuperset(name) else "")
+        (rejected if max_hosts is not None and job.hosts > max_hosts else jobs).append(job)
+    jobs.sort(key=lambda j: (j.submit, j.id))
+    rejected.sort(key=lambda j: (j.submit, j.id))
+    if warn is not None:
+        for j in rejected[:10]:
+            warn(f"{path}: job {j.id} needs {j.hosts} hosts, the platform has {max_hosts}: "
+                 "rejected")
+        if len(rejected) > 10:
+            warn(f"{path}: {len(rejected)} jobs rejected in all (larger than {max_hosts} "
+                 "hosts)")
+    return SwfWorkload(path=path, header=(("MaxNodes", str(nb_res)),), jobs=tuple(jobs),
+                       rejected=tuple(rejected), read=len(jobs_in), skipped_runtime=0,
+                       skipped_cancelled=0, skipped_procs=0, rejected_too_big=len(rejected),
+                       bad_lines=0, cores_per_host=cores_per_host, procs_field="requested")
+
+
+def _s(ticks: int) -> str:
+    from cosim.workload.swf_write import format_ticks
+
+    return format_ticks(ticks)
+
+
+def _intervals(hosts: Sequence[int]) -> str:
+    from cosim.core.indexset import IndexSet
+
+    runs = (hosts if isinstance(hosts, IndexSet) else IndexSet.of(hosts)).runs
+    return " ".join(f"{f}" if n == 1 else f"{f}-{f + n - 1}" for f, n in runs)
+
+
+def batsim_rows(outcomes: Iterable[JobOutcome], workload: str) -> Iterable[list[str]]:
+    """The rows of ``batsim_jobs.csv`` (without the header), by job id."""
+    for o in sorted(outcomes, key=lambda o: o.job.id):
+        j = o.job
+        profile = j.category or j.app
+        common = [str(j.id), workload, profile, _s(j.submit), str(j.hosts), _s(j.walltime)]
+        if o.status == "rejected" or o.start is None or o.end is None:
+            yield [*common, "0", _FINAL["rejected"], "-1", "-1", "-1", "-1", "-1", "-1", "",
+                   "-1", ""]
+            continue
+        run, wait, turn = o.end - o.start, o.start - j.submit, o.end - j.submit
+        stretch = (repr(turn / run) if run else ("inf" if turn else "1"))
+        yield [*common, "1" if o.status == "completed" else "0",
+               _FINAL.get(o.status, "COMPLETED_FAILED"), _s(o.start), _s(run), _s(o.end),
+               _s(wait), _s(turn), stretch, _intervals(o.hosts), "-1", ""]
+
+
+def write_batsim_jobs(path: str | os.PathLike[str], outcomes: Sequence[JobOutcome],
+                      workload: str) -> None:
+    """``batsim_jobs.csv`` (module docstring), atomically; `workload` fills
+    ``workload_name``."""
+    import csv
+    import io
+
+    from cosim.output.runfiles import atomic_write
+
+    def lines() -> Iterable[str]:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(BATSIM_COLUMNS)
+        for row in batsim_rows(outcomes, workload):
+            writer.writerow(row)
+            if buf.tell() > 1 << 16:
+                yield buf.getvalue()
+                buf.seek(0)
+                buf.truncate()
+        yield buf.getvalue()
+
+    atomic_write(path, lines())
+
