@@ -3,15 +3,19 @@
 Supported: one top-level ``<zone>`` (or ``<AS>``) or ``<cluster>``; zones with routing
 ``Full``, ``Floyd`` or ``Dijkstra`` (``DijkstraCache`` is read as Dijkstra) holding ``<host>``,
 ``<link>``, ``<router>``, ``<route>`` with ``<link_ctn>``, and — in the top-level zone only —
-child zones (one level) or ``<cluster>``\\ s joined by ``<zoneRoute>``/``<ASroute>`` with
-gateways. A ``<cluster>`` (FLAT topology) names its hosts ``prefix + number + suffix`` in
-radical order (``"0-99"``, ``"1-4,8"``; ``,`` and ``;`` both separate), its private links
+child zones (one level) or ``<cluster>``\\ s joined by ``<zoneRoute>``/``<ASroute>`` (or
+``<ASRoute>``, as Batsim's platforms write it) with gateways. A host or cluster with Batsim's
+``<prop id="role" value="master"/>`` (or ``storage``) routes messages but is not a host of the
+machine; ``compute_node`` (the default) is. A ``<cluster>`` (FLAT topology) names its hosts
+``prefix + number + suffix`` in radical order (``"0-99"``, ``"1-4,8"``; ``,`` and ``;`` both
+separate), its private links
 ``<id>_link_<number>``, its backbone ``<id>_backbone``, its router
 ``<prefix><id>_router<suffix>``. Hosts keep document order; a host's rack is the ordinal of its
 innermost zone or cluster, counted in order of their first host. Multiple speeds (pstates)
 use the ``pstate`` one (default 0). Attributes that do not change this model are accepted and
-ignored (sharing policies, ``<prop>``, ``<config>``, disks, loopbacks, Vivaldi coordinates,
-``direction`` of ``link_ctn``); routes from a host to itself are ignored (0 inside a host).
+ignored (sharing policies, other ``<prop>``\\ s, ``<config>``, disks, loopbacks, Vivaldi
+coordinates, ``direction`` of ``link_ctn``); routes from a host to itself are ignored (0
+inside a host).
 Everything else — other routings, topologies, tags, profiles — and every inconsistency is an
 `InputError` naming the file, the line and the element's field. As in SimGrid, links and
 points must be declared before a route uses them. The tree is built by
@@ -51,7 +55,11 @@ _ATTRS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
                 ("sharing_policy", "bb_sharing_policy", "loopback_bw", "loopback_lat",
                  "topo_parameters")),
 }
-_ALIASES = {"AS": "zone", "ASroute": "zoneRoute"}
+_ALIASES = {"AS": "zone", "ASroute": "zoneRoute", "ASRoute": "zoneRoute"}  # as Batsim writes
+#: Batsim's host roles (``<prop id="role" value=...>`` in a host or cluster): only compute
+#: nodes are hosts of the machine; the scheduler's master host and storage hosts are routing
+#: points only
+_ROLES = {"compute_node": True, "master": False, "storage": False}
 _IGNORED_TAGS = {"prop", "config", "disk", "mount"}
 
 
@@ -92,6 +100,7 @@ class _Reader:
         self.links: list[tuple[str, float, float]] = []
         self.link_ids: dict[str, int] = {}
         self.n_racks = 0
+        self.not_computing: set[str] = set()  # hosts of a master or storage role
 
     # ---- helpers ---------------------------------------------------------------------
     def fail(self, el: ET.Element, problem: str, attr: str | None = None) -> InputError:
@@ -139,13 +148,28 @@ class _Reader:
             zone.points[name] = kind
 
     def host(self, el: ET.Element, name: str, speed: float, cores: int, zone: Zone,
-             attr: str = "id") -> None:
+             attr: str = "id", *, computing: bool = True) -> None:
         self.point(el, name, "host", zone, attr)
         zone.hosts.append(name)
+        if not computing:
+            self.not_computing.add(name)
+            return
         if zone.rack < 0:
             zone.rack = self.n_racks
             self.n_racks += 1
         self.hosts.append((name, speed, cores, zone))
+
+    def computing(self, el: ET.Element) -> bool:
+        """False when `el` (a host or a cluster) has Batsim's role of a master or storage host
+        (`_ROLES`): its hosts then route messages but compute nothing."""
+        for prop in el.iter("prop"):
+            if prop.get("id") == "role":
+                role = prop.get("value", "")
+                if role not in _ROLES:
+                    raise self.fail(prop, f"unknown role {role!r} (known: "
+                                          f"{', '.join(sorted(_ROLES))})", "value")
+                return _ROLES[role]
+        return True
 
     def link(self, el: ET.Element, name: str, bandwidth: float, latency: float,
              attr: str = "id") -> int:
@@ -210,7 +234,8 @@ class _Reader:
                 c = self.attrs(child)
                 self.no_children(child)
                 self.host(child, c["id"], self.speed(child, c["speed"], c.get("pstate")),
-                          self.count(child, "core", c.get("core", "1")), z)
+                          self.count(child, "core", c.get("core", "1")), z,
+                          computing=self.computing(child))
             elif tag == "link":
                 c = self.attrs(child)
                 self.no_children(child)
@@ -307,9 +332,10 @@ class _Reader:
         bw = self.quantity(el, a, "bw", parse_bandwidth)
         lat = self.quantity(el, a, "lat", parse_time, 0.0)
         limiter = self.quantity(el, a, "limiter_link", parse_bandwidth)
+        computing = self.computing(el)
         for number in self.radical(el, a["radical"]):
             name = f"{prefix}{number}{suffix}"
-            self.host(el, name, speed, cores, z, "radical")
+            self.host(el, name, speed, cores, z, "radical", computing=computing)
             private = self.link(el, f"{cid}_link_{number}", bw, lat, "radical")
             if limiter is None:
                 z.private[name] = (private,)
@@ -341,8 +367,10 @@ def load_simgrid_xml(path: Path, *, source: str) -> Platform:
     reader = _Reader(path, lines)
     root = reader.platform(root_el)
     if not reader.hosts:
-        raise InputError("the platform has no host", file=path, line=lines.get(root_el),
-                         field="platform")
+        raise InputError("the platform has no host" + (
+            " that computes (the others have the role master or storage)"
+            if reader.not_computing else ""), file=path, line=lines.get(root_el),
+            field="platform")
     pes = sum(cores for _, _, cores, _ in reader.hosts)
     if len(reader.hosts) > MAX_HOSTS or pes > MAX_PES:
         raise InputError(f"{len(reader.hosts):,} hosts and {pes:,} PEs: at most {MAX_HOSTS:,} "
