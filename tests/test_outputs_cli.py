@@ -55,12 +55,11 @@ def test_a_run_writes_every_output(full_run):
     trace = check_trace(full_run / "trace")
     assert trace.enters["compute chunk"] == len(tables.chunks)
     assert summary["trace"]["events"] == trace.events
-    for name in ("utilization.png", "gantt-gss.png", "imbalance.png"):
+    names = ("utilization.png", "gantt-gss.png", "distributions.png", "imbalance.png")
+    for name in names:
         data = (full_run / name).read_bytes()
         assert data.startswith(PNG) and len(data) > 10_000
-    assert sorted(summary["plots"]) == sorted(str(full_run / n) for n in
-                                              ("utilization.png", "gantt-gss.png",
-                                               "imbalance.png"))
+    assert sorted(summary["plots"]) == sorted(str(full_run / n) for n in names)
 
 
 def test_rerunning_gives_the_same_results(esp16, full_run, tmp_path, capsys):
@@ -85,8 +84,9 @@ def test_report_and_plot_commands(full_run, tmp_path, capsys):
     assert head.startswith("run_id,") and row.startswith("gss,")
     assert main(["plot", str(full_run / "results.h5"), "--out", str(tmp_path / "p")]) == 0
     written = capsys.readouterr().out.split()
-    assert len(written) == 3 and all((tmp_path / "p").joinpath(p.split("/")[-1]).exists()
-                                     for p in written)
+    assert [p.split("/")[-1] for p in written] == ["utilization.png", "gantt-gss.png",
+                                                    "distributions.png", "imbalance.png"]
+    assert all((tmp_path / "p").joinpath(p.split("/")[-1]).exists() for p in written)
 
 
 @pytest.mark.parametrize("content", [None, b"not an hdf5 file"])

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cosim.errors import InputError
 from cosim.output import plots
@@ -56,7 +58,7 @@ def test_write_plots_returns_exactly_the_files_written(tmp_path, runs):
     written = plots.write_plots(out, runs, prefix="t-")
     names = [p.name for p in written]
     assert names == ["t-utilization.png", "t-gantt-tiny-off.png", "t-gantt-tiny-yield.png",
-                     "t-imbalance.png"]
+                     "t-distributions.png", "t-imbalance.png"]
     assert sorted(out.iterdir()) == sorted(written)  # nothing else: no temporary file left
     for p in written:
         assert_png(p)
@@ -146,10 +148,42 @@ def test_rewriting_replaces_the_file_atomically(tmp_path, runs):
 
 def test_empty_run_gives_an_empty_state_plot(tmp_path, empty):
     written = plots.write_plots(tmp_path, [empty])
+    # no app-driven job: no imbalance plot (it would be empty)
     assert [p.name for p in written] == ["utilization.png", "gantt-none-ran.png",
-                                         "imbalance.png"]
+                                         "distributions.png"]
     for p in written:
         assert_png(p, min_bytes=2_000)
+
+
+def test_a_rigid_run_gets_no_imbalance_plot(tmp_path, runs):
+    rigid = replace(runs[0], jobs=runs[0].jobs.copy())
+    rigid.jobs["imbalance"] = np.nan
+    names = [p.name for p in plots.write_plots(tmp_path, [rigid])]
+    assert names == ["utilization.png", "gantt-tiny-off.png", "distributions.png"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 50), st.integers(0, 9)), min_size=1, max_size=30),
+       st.integers(1, 40), st.integers(0, 30))
+def test_bin_means_keep_the_area_of_the_step_function(steps, width, offset):
+    """Each bin's mean times its width is the step function's integral over the bin (by brute
+    force, tick by tick), so the binned curve of a long run keeps its utilization."""
+    times = np.cumsum([d for d, _ in steps]) + offset
+    values = np.array([v for _, v in steps])
+    end = int(times[-1]) + 2 * width
+    edges = np.arange(0, end + width, width)
+    means = plots._binned_mean(times, values, edges)
+    tick = np.arange(0, edges[-1])
+    k = np.searchsorted(times, tick, side="right") - 1
+    per_tick = np.where(k >= 0, values[np.maximum(k, 0)], 0)
+    brute = per_tick.reshape(-1, width).sum(axis=1)
+    assert np.allclose(means * width, brute)
+
+
+def test_long_runs_are_plotted_per_hour_or_day():
+    hour, day = 3600 * 10**9, 86400 * 10**9
+    assert plots._bin_ticks(2 * day) == 0 and plots._bin_ticks(2 * day + 1) == hour
+    assert plots._bin_ticks(60 * day) == hour and plots._bin_ticks(60 * day + 1) == day
 
 
 def test_metrics_missing_are_recomputed(tmp_path, runs):
@@ -165,7 +199,7 @@ def test_duplicate_run_ids_get_distinct_gantt_files(tmp_path, runs, monkeypatch)
     same = [replace(runs[0], run_id="tiny off"), replace(runs[1], run_id="tiny/off")]
     names = [p.name for p in plots.write_plots(tmp_path, same)]
     assert names == ["utilization.png", "gantt-tiny-off.png", "gantt-tiny-off-2.png",
-                     "imbalance.png"]
+                     "distributions.png", "imbalance.png"]
 
 
 @pytest.mark.parametrize(("call", "message"), [

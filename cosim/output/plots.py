@@ -41,7 +41,8 @@ from cosim.core.files import atomic_open
 from cosim.errors import InputError
 from cosim.output.tables import ROLES, RunTables, step_series
 
-__all__ = ["plot_gantt", "plot_imbalance", "plot_utilization", "write_plots", "save_png"]
+__all__ = ["plot_gantt", "plot_imbalance", "plot_utilization", "plot_distributions",
+           "write_plots", "save_png"]
 
 PathLike = str | os.PathLike[str]
 
@@ -193,6 +194,10 @@ def plot_utilization(path: PathLike, runs: Sequence[RunTables], *,
     else:
         ax, axq = fig.subplots(1, 1), None
     anything = False
+    span = _span_ticks(runs, origin)
+    # long runs: means per hour or day (a step per event would be a solid wall of ink)
+    width = _bin_ticks(span)
+    edges = origin + np.arange(0, span + width, width, dtype=np.int64) if width else None
     for i, (r, name) in enumerate(zip(runs, names, strict=True)):
         colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
         series = step_series(r)
@@ -203,16 +208,23 @@ def plot_utilization(path: PathLike, runs: Sequence[RunTables], *,
             ax.plot([], [], color=colour, label=f"{name}: no job ran")
             continue
         anything = True
-        x = (times - origin) / scale
+        if edges is not None:
+            x, busy = (edges - origin) / scale, _binned_mean(times, busy, edges)
+            label += f" (mean per {_BIN_NAMES[width]})"
+        else:
+            x, busy = (times - origin) / scale, busy[:-1]
         # Several runs overlap: thin lines keep the one drawn first visible under the next.
-        ax.stairs(100.0 * busy[:-1] / r.n_hosts, x, baseline=0, color=colour, lw=0.8,
+        ax.stairs(100.0 * busy / r.n_hosts, x, baseline=0, color=colour, lw=0.8,
                   alpha=0.9, label=label)
         ran = r.jobs[r.jobs["start"] >= 0]
         ax.hlines(100.0 * u, (ran["start"].min() - origin) / scale,
                   (ran["end"].max() - origin) / scale, colors=colour, linestyles="--", lw=1.4)
         if axq is not None:
             qt, qn = series["queued"]
-            if len(qt) >= 2:
+            if len(qt) >= 2 and edges is not None:
+                axq.stairs(_binned_mean(qt, qn, edges), x, baseline=0, color=colour, lw=0.8,
+                           alpha=0.9)
+            elif len(qt) >= 2:
                 axq.stairs(qn[:-1], (qt - origin) / scale, baseline=0, color=colour, lw=0.8,
                            alpha=0.9)
     if anything:
@@ -231,7 +243,7 @@ def plot_utilization(path: PathLike, runs: Sequence[RunTables], *,
                fontsize=9, frameon=False)
     last = ax
     if axq is not None:
-        axq.set_ylabel("queued jobs")
+        axq.set_ylabel("queued jobs" + (" (mean)" if edges is not None else ""))
         axq.set_ylim(bottom=0)
         axq.grid(True, alpha=0.3)
         last = axq
@@ -242,6 +254,36 @@ def plot_utilization(path: PathLike, runs: Sequence[RunTables], *,
                                          f"{'/'.join(map(str, n_hosts))} hosts"])),
                  fontsize=10, color="0.3")
     return save_png(fig, path)
+
+
+_HOUR, _DAY = 3600 * TICKS_PER_SECOND, 86400 * TICKS_PER_SECOND
+_BIN_NAMES = {_HOUR: "hour", _DAY: "day"}
+
+
+def _bin_ticks(span: int) -> int:
+    """The bin of a utilization plot over `span` ticks: 0 (every step drawn) up to 2 days, an
+    hour up to 60 days, else a day."""
+    if span <= 2 * _DAY:
+        return 0
+    return _HOUR if span <= 60 * _DAY else _DAY
+
+
+def _binned_mean(times: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The time-weighted mean of a step function over each bin ``[edges[k], edges[k+1])``:
+    ``values[i]`` holds on ``[times[i], times[i+1])`` (0 before ``times[0]``, the last value
+    after the last time)."""
+    t = times.astype(np.int64)
+    v = values.astype(np.float64)
+    area = np.concatenate(([0.0], np.cumsum(v[:-1] * np.diff(t))))  # at each time
+
+    def at(x: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(t, x, side="right") - 1
+        inside = k >= 0
+        kk = np.maximum(k, 0)
+        return np.where(inside, area[kk] + v[kk] * (x - t[kk]), 0.0)
+
+    total = at(edges)
+    return np.diff(total) / np.diff(edges)
 
 
 # -- Gantt chart --------------------------------------------------------------------------
@@ -661,6 +703,50 @@ def plot_imbalance(path: PathLike, runs: Sequence[RunTables], *,
 
 # -- the standard set ---------------------------------------------------------------------
 
+def plot_distributions(path: PathLike, runs: Sequence[RunTables], *,
+                       labels: Sequence[str] | None = None) -> Path:
+    """The distributions of the jobs' wait times and bounded slowdowns (10 s) of each run, as
+    cumulative fractions of the jobs that ran (one curve per run; x logarithmic, jobs that
+    did not wait at the left edge). What a mean hides — a long tail of waits, a few jobs
+    slowed 100-fold — shows here; for the traces of months and years this is the plot to
+    compare policies with."""
+    names = _check_runs(runs, labels)
+    fig = Figure(figsize=(11, 4.4), layout="constrained")
+    ax_w, ax_s = fig.subplots(1, 2)
+    anything = False
+    for i, (r, name) in enumerate(zip(runs, names, strict=True)):
+        ran = r.jobs[r.jobs["start"] >= 0]
+        colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
+        if not len(ran):
+            ax_w.plot([], [], color=colour, label=f"{name}: no job ran")
+            continue
+        anything = True
+        wait = (ran["start"] - ran["submit"]) / TICKS_PER_SECOND
+        run = (ran["end"] - ran["start"]) / TICKS_PER_SECOND
+        bsld = np.maximum((wait + run) / np.maximum(run, 10.0), 1.0)
+        frac = np.arange(1, len(ran) + 1) / len(ran)
+        zero = float((wait <= 0).mean())
+        ax_w.step(np.sort(np.maximum(wait, 1.0)), frac, where="post", color=colour, lw=1.2,
+                  label=f"{name}: median {np.median(wait):,.0f} s, {100 * zero:.0f} % "
+                        "did not wait")
+        ax_s.step(np.sort(bsld), frac, where="post", color=colour, lw=1.2,
+                  label=f"{name}: median {np.median(bsld):.2f}, 95 % below "
+                        f"{np.quantile(bsld, 0.95):.1f}")
+    for ax, what in ((ax_w, "wait time [s] (below 1 s: at 1 s)"),
+                     (ax_s, "bounded slowdown (10 s)")):
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel(what)
+        ax.grid(True, alpha=0.3, which="both")
+        if anything:
+            ax.legend(fontsize=8, loc="lower right")
+    ax_w.set_ylabel("fraction of the jobs that ran")
+    if not anything:
+        _no_data(ax_w, "no job ran: nothing to plot")
+    fig.suptitle("Wait times and slowdowns of the jobs (cumulative)", fontsize=13)
+    return save_png(fig, path)
+
+
 def _file_part(run_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", run_id).strip("-.") or "run"
 
@@ -671,8 +757,10 @@ def write_plots(out_dir: PathLike, runs: Sequence[RunTables], *, prefix: str = "
 
     Writes ``{prefix}utilization.png`` (all runs together), ``{prefix}gantt-{run_id}.png``
     per run (the run id made safe for a file name; ``-2``, ``-3``... appended when two runs
-    would share a name) and ``{prefix}imbalance.png`` (all runs), in this order, and returns
-    exactly these paths. `labels` name the runs in the shared plots (default: run ids).
+    would share a name), ``{prefix}distributions.png`` (waits and slowdowns, all runs) and,
+    when some run has an app-driven job, ``{prefix}imbalance.png`` (all runs), in this order,
+    and returns exactly these paths. `labels` name the runs in the shared plots (default: run
+    ids).
     """
     _check_runs(runs, labels)
     out = Path(out_dir)
@@ -686,5 +774,7 @@ def write_plots(out_dir: PathLike, runs: Sequence[RunTables], *, prefix: str = "
             stem = f"{base}-{n}"
         used.add(stem)
         written.append(plot_gantt(out / f"{prefix}gantt-{stem}.png", r))
-    written.append(plot_imbalance(out / f"{prefix}imbalance.png", runs, labels=labels))
+    written.append(plot_distributions(out / f"{prefix}distributions.png", runs, labels=labels))
+    if any(np.isfinite(r.jobs["imbalance"]).any() for r in runs):  # rigid runs have none
+        written.append(plot_imbalance(out / f"{prefix}imbalance.png", runs, labels=labels))
     return written
