@@ -603,3 +603,38 @@ def test_a_malleable_dls_run_keeps_every_chunk_inside_its_job_region(tmp_path):
                 stack = [x for x in _regions(data.records[pe])
                          if x[0] == 0 and x[1].time <= e.time]
                 assert stack[-1][1].name == _job_name(t, dict(e.attrs)["job_id"])
+
+
+def test_a_long_replay_groups_its_jobs_by_category(tmp_path):
+    """Above JOB_REGIONS_MAX jobs, one region per category (the app for trace jobs), each
+    enter naming its job: Vampir lists a few regions, not thousands; below, a region per job."""
+    from cosim.output.trace import JOB_REGIONS_MAX
+    from cosim.runner import simulate_batch
+    from cosim.testing.workloads import lublin_like
+
+    jobs = lublin_like(JOB_REGIONS_MAX + 200, 32, np.random.default_rng(5), load=0.7)
+    cats = ("short", "long")
+    jobs = [replace(j, category=cats[j.id % 2]) for j in jobs]
+    res = simulate_batch(jobs, n_hosts=32, config=BatchConfig(backfill="easy"))
+    ib = load_platform("ib256")
+    t = build_tables(res.outcomes, run_id="long", config={}, stats={}, metrics={},
+                     platform=ib, n_hosts=32, allocations=res.allocations)
+    write_trace(tmp_path / "tr", t, level="batch")
+    data = read_trace(tmp_path / "tr")
+    enters = [r for rows in data.records for r in rows if r.kind == "enter"]
+    job_enters = [r for r in enters if r.name.startswith("job")]
+    assert {r.name for r in job_enters} == {"jobs: short", "jobs: long"}
+    named = {dict(r.attrs)["job_id"] for r in job_enters}
+    shown = {o.job.id for o in res.outcomes if o.start is not None and o.end > o.start}
+    assert named == shown  # every job that took time is findable by its attribute
+    for r in job_enters:
+        assert r.name == f"jobs: {cats[dict(r.attrs)['job_id'] % 2]}"
+    check_trace(tmp_path / "tr")
+    # a run of fewer jobs keeps a region per job
+    few = build_tables(res.outcomes[:50], run_id="few", config={}, stats={}, metrics={},
+                       platform=ib, n_hosts=32)
+    write_trace(tmp_path / "few", few, level="batch")
+    names = {r.name for rows in read_trace(tmp_path / "few").records for r in rows
+             if r.kind == "enter" and r.name.startswith("job")}
+    assert len(names) == len({o.job.id for o in res.outcomes[:50]
+                              if o.start is not None and o.end > o.start})

@@ -7,8 +7,9 @@ at tick 0, ProgramEnd at the horizon) and a ``cluster metrics`` METRIC location 
 sample per change of utilization (busy hosts / hosts, a double), busy hosts, running and
 queued jobs. Ticks are ns (timer resolution 1e9). PE rows come from the allocation log: each
 row puts its job on its cores of its hosts over its interval, so a PE shows ``job J (app)``
-regions at depth 0 and ``idle: unallocated`` elsewhere up to the horizon; consecutive rows of
-one job on a PE form one region (a job region can thus be entered several times on one PE:
+regions at depth 0 (``jobs: <category>`` regions for runs of more than `JOB_REGIONS_MAX`
+jobs, the job in the ``job_id`` attribute) and ``idle: unallocated`` elsewhere up to the
+horizon; consecutive rows of one job on a PE form one region (a job region can thus be entered several times on one PE:
 an owner's yielded tail before and after a borrower, a PE a shrink gave up and an expand gave
 back). A shrink shows as the job's region ending on the PEs it released, an expand as a
 region starting on the PEs it added, a malleable guest as its region on the cores of a
@@ -83,7 +84,10 @@ from cosim.output.otf2_writer import (
 )
 from cosim.output.tables import RunTables, busy_rows, step_series
 
-__all__ = ["LEVELS", "TraceCounts", "write_trace"]
+__all__ = ["LEVELS", "TraceCounts", "write_trace", "JOB_REGIONS_MAX"]
+
+#: a region per job up to this many jobs that ran; beyond, a region per job category
+JOB_REGIONS_MAX = 1000
 
 LEVELS = ("batch", "full")
 """Trace levels: ``batch`` (job and idle regions, counters), ``full`` (plus chunks, overheads,
@@ -284,12 +288,26 @@ class _Builder:
         jobs = t.jobs[t.jobs["start"] >= 0]
         self.job_region: dict[int, Any] = {}
         by_cat: dict[str, list[Any]] = {}
+        # a region per job, up to JOB_REGIONS_MAX jobs; beyond (a trace replay of months),
+        # one per category (its app when it has none), the job in the job_id attribute:
+        # Vampir's function views stay a few lines, not 28,000
+        grouped = len(jobs) > JOB_REGIONS_MAX
+        shared: dict[str, Any] = {}
         for j in jobs:
             app = j["app"].decode()
-            r = region(f"job {int(j['id'])} ({app})", RegionRole.FUNCTION,
-                       f"batch job {int(j['id'])}, category {j['category'].decode() or '-'}")
+            cat = j["category"].decode() or app
+            if grouped:
+                r = shared.get(cat)
+                if r is None:
+                    r = shared[cat] = region(f"jobs: {cat}", RegionRole.FUNCTION,
+                                             f"batch jobs of category {cat} (the job: its "
+                                             "job_id attribute)")
+                    by_cat.setdefault(cat, []).append(r)
+            else:
+                r = region(f"job {int(j['id'])} ({app})", RegionRole.FUNCTION,
+                           f"batch job {int(j['id'])}, category {j['category'].decode() or '-'}")
+                by_cat.setdefault(cat, []).append(r)
             self.job_region[int(j["id"])] = r
-            by_cat.setdefault(j["category"].decode() or app, []).append(r)
         for cat in sorted(by_cat):
             d.group(f"jobs: {cat}", group_type=GroupType.REGIONS, paradigm=Paradigm.USER,
                     members=by_cat[cat])
