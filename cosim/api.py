@@ -20,7 +20,10 @@ input is checked before anything is simulated::
 
 ``result.write(directory)`` writes what ``cosim run --out`` writes (``jobs.csv``,
 ``schedule.swf``, ``results.h5``, ``summary.json``; the OTF2 trace and plots when asked), and
-``result.to_pandas("jobs")`` gives a table as a DataFrame where pandas is installed. Times in the
+``result.to_pandas("jobs")`` gives a table as a DataFrame where pandas is installed. The runs
+of a ``results.h5`` (of this API, ``cosim run`` or ``cosim sweep``) come back with `read`, and
+`frame` turns any of their tables into a DataFrame with text as ``str`` (h5py returns the
+file's fixed-width strings as ``bytes``). Times in the
 tables are integer ticks (nanoseconds, `cosim.core.clock.TICKS_PER_SECOND`); columns ending in
 ``_s`` are seconds.
 """
@@ -37,7 +40,9 @@ from cosim.errors import InputError
 from cosim.experiment import RunOptions, RunRecord, execute, option_value, prepare, tables_of
 from cosim.paths import TRACES_DIR
 
-__all__ = ["Result", "options", "simulate", "trace"]
+__all__ = ["Result", "frame", "options", "read", "simulate", "trace"]
+
+TABLES = ("jobs", "allocations", "workers", "chunks")
 
 
 def trace(name: str) -> str:
@@ -76,6 +81,35 @@ def simulate(spec: Mapping[str, Any] | RunOptions | None = None, /, *,
         _as_mapping(spec), **values)
     record = execute(prepare(opt, warn=warn))
     return Result(record=record, run_id=Path(opt.workload).name.split(".")[0])
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """The runs of a ``results.h5`` by run id, as `cosim.output.tables.RunTables` (their
+    ``jobs``, ``allocations``, ``workers``, ``chunks``, ``metrics``, ``config``, ``stats``)."""
+    from cosim.output.hdf5 import read_results
+
+    return {t.run_id: t for t in read_results(path)}
+
+
+def frame(tables: Any, table: str = "jobs") -> Any:
+    """Table `table` (``jobs``, ``allocations``, ``workers`` or ``chunks``) of `tables` (a
+    `RunTables`, from `read` or `Result.tables`) as a pandas DataFrame, text columns as
+    ``str``; `ImportError` with a hint where pandas is missing."""
+    if table not in TABLES:
+        raise InputError(f"unknown table {table!r} ({', '.join(TABLES)})", field="table")
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("frame and to_pandas need pandas (pip install pandas); the tables "
+                          "themselves are numpy arrays: Result.jobs, …") from None
+    data = getattr(tables, table)
+    if data is None:
+        raise InputError("no chunk table: simulate with chunks=True", field="table")
+    out = pd.DataFrame(data)
+    for name in out.columns:
+        if data.dtype[name].kind == "S":
+            out[name] = out[name].str.decode("utf-8")
+    return out
 
 
 def _as_mapping(spec: Mapping[str, Any] | RunOptions | None) -> Mapping[str, Any] | None:
@@ -138,23 +172,8 @@ class Result:
 
     def to_pandas(self, table: str = "jobs") -> Any:
         """Table `table` (``jobs``, ``allocations``, ``workers`` or ``chunks``) as a pandas
-        DataFrame, text columns as str; `ImportError` with a hint where pandas is missing."""
-        if table not in ("jobs", "allocations", "workers", "chunks"):
-            raise InputError(f"unknown table {table!r} (jobs, allocations, workers, chunks)",
-                             field="table")
-        try:
-            import pandas as pd
-        except ImportError:
-            raise ImportError("to_pandas needs pandas (pip install pandas); the tables "
-                              "themselves are numpy arrays: Result.jobs, …") from None
-        data = getattr(self.tables, table)
-        if data is None:
-            raise InputError("no chunk table: simulate with chunks=True", field="table")
-        frame = pd.DataFrame(data)
-        for name in frame.columns:
-            if data.dtype[name].kind == "S":
-                frame[name] = frame[name].str.decode("utf-8")
-        return frame
+        DataFrame, text columns as str (`frame`)."""
+        return frame(self.tables, table)
 
     def write(self, out: str | Path, *, trace: str | None = None, plots: bool = False) -> Path:
         """Write the run's files into directory `out`, as ``cosim run --out`` does: jobs.csv,

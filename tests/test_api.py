@@ -75,6 +75,17 @@ def test_tables_as_pandas_frames_with_text_as_str():
         result.to_pandas("nope")
 
 
+def test_a_results_file_reads_back_as_frames_with_text_as_str(tmp_path):
+    pytest.importorskip("pandas", reason="pandas is in the test extra")
+    result = api.simulate(workload=TRACE, hosts=128, warn=[].append)
+    out = result.write(tmp_path / "r")
+    (tables,) = api.read(out / "results.h5").values()
+    back = api.frame(tables, "jobs")
+    assert back.equals(result.to_pandas("jobs"))
+    assert set(back["status"]) <= {"completed", "killed", "rejected"}
+    assert api.frame(tables, "allocations")["role"].dtype.kind in "iu"
+
+
 def test_warnings_go_to_the_callback_or_to_python_warnings(tmp_path):
     swf = tmp_path / "w.swf"
     swf.write_text("; MaxNodes: 4\n1 0 0 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1\n")
