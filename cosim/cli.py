@@ -225,7 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "once (default 1)")
     sweep.add_argument("--rank0-apps", action="store_true",
                        help="with --ranks-per-run: a group's first rank simulates apps too")
-    sweep.add_argument("--quiet", action="store_true", help="no progress line")
+    talk = sweep.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true", help="no progress at all")
+    talk.add_argument("-v", "--verbose", action="store_true",
+                      help="a line per finished run (runs done, time, time left), also where "
+                      "standard error is not a terminal (where it is: a progress bar)")
     sweep.set_defaults(handler=_cmd_sweep)
 
     report = sub.add_parser(
@@ -592,14 +596,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return 0
 
 
-    def progress(done: int, total: int, skipped: int, elapsed: float) -> None:
-        if args.quiet:
-            return
-        ran = done - skipped
-        left = (total - done) * elapsed / ran if ran else 0.0
-        print(f"\rsweep: {done}/{total} runs ({skipped} already finished), {elapsed:,.1f} s, "
-              f"~{left:,.0f} s left ", end="" if done < total else "\n", file=sys.stderr,
-              flush=True)
+    from cosim.output.progress import SweepProgress
+
+    # a bar on a terminal; elsewhere a line per run with --verbose; nothing with --quiet
+    progress = SweepProgress(bar=not args.quiet and not args.verbose and sys.stderr.isatty(),
+                             lines=args.verbose)
 
     run = functools.partial(execute_run, argv=["cosim", *sys.argv[1:]],
                             rank0_apps=args.rank0_apps)

@@ -77,3 +77,22 @@ def test_the_bar_counts_jobs_and_shows_simulated_time():
     assert "10/10" in text and "simulated 2.0 d" in text
     assert [simulated(s * 10**9) for s in (42, 5_400, 3 * 86_400)] == ["42 s", "1.5 h",
                                                                        "3.0 d"]
+
+
+def test_a_sweeps_progress_is_a_bar_lines_or_nothing():
+    from cosim.output.progress import SweepProgress
+
+    for bar, lines in ((True, False), (False, True), (False, False)):
+        out = io.StringIO()
+        p = SweepProgress(bar=bar, lines=lines, stream=out)
+        for done in (1, 2, 3, 4):
+            p(done, 4, 1, float(done))
+        p.close()
+        text = out.getvalue()
+        if bar:
+            assert "sweep" in text and "4/4" in text and "1 already finished" in text
+        elif lines:
+            assert text.splitlines()[-1] == "sweep: 4/4 runs (1 already finished), 4.0 s, ~0 s left"
+            assert len(text.splitlines()) == 4 and "\r" not in text
+        else:
+            assert text == ""

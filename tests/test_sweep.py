@@ -103,8 +103,13 @@ def test_resume_redoes_only_missing_or_incomplete_runs(capsys, tmp_path, spec):
     lost.unlink()  # as if killed while writing that run
     before = {r["id"]: (out / "runs" / r["id"] / "summary.json").stat().st_mtime_ns
               for r in rows if r is not rows[1]}
+    code, _, err = run(capsys, "sweep", str(spec), "--out", str(out), "-v")
+    assert code == 0 and "sweep: 3/4 runs (3 already finished)" in err
+    assert "sweep: 4/4 runs (3 already finished)" in err
+    # not a terminal, not asked: no progress at all
+    lost.unlink()
     code, _, err = run(capsys, "sweep", str(spec), "--out", str(out))
-    assert code == 0 and "3 already finished" in err
+    assert code == 0 and "already finished" not in err
     assert lost.exists() and len(table(out / "sweep.csv")) == 4
     assert all((out / "runs" / k / "summary.json").stat().st_mtime_ns == t
                for k, t in before.items())  # no finished run repeated

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from cosim.core.clock import TICKS_PER_SECOND
 
-__all__ = ["Progress", "DELAY_S", "simulated"]
+__all__ = ["Progress", "SweepProgress", "DELAY_S", "simulated"]
 
 #: a run shorter than this shows no bar
 DELAY_S = 1.0
@@ -57,3 +57,37 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SweepProgress:
+    """A sweep's progress over its runs: a tqdm bar on a terminal (`bar`), else, when asked
+    (`lines`), a plain line per finished run ("sweep: 5/12 runs (3 already finished), 41.2 s,
+    ~57 s left"), else nothing. Called as `cosim.sweep.run_sweep`'s ``progress``."""
+
+    def __init__(self, *, bar: bool, lines: bool, stream: TextIO | None = None) -> None:
+        self._use_bar = bar
+        self._lines = lines
+        self._stream = stream or sys.stderr
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int, skipped: int, elapsed: float) -> None:
+        ran = done - skipped
+        left = (total - done) * elapsed / ran if ran else 0.0
+        if self._use_bar:
+            if self._bar is None:
+                from tqdm import tqdm
+
+                self._bar = tqdm(total=total, initial=done, desc="sweep", unit="run",
+                                 file=self._stream, dynamic_ncols=True)
+                self._bar.set_postfix_str(f"{skipped} already finished")
+            else:
+                self._bar.update(done - self._bar.n)
+            if done >= total:
+                self._bar.close()
+        elif self._lines:
+            print(f"sweep: {done}/{total} runs ({skipped} already finished), {elapsed:,.1f} s, "
+                  f"~{left:,.0f} s left", file=self._stream, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
