@@ -77,8 +77,13 @@ def simulate(spec: Mapping[str, Any] | RunOptions | None = None, /, *,
 
         def warn(message: str) -> None:
             warnings.warn(message, stacklevel=3)
-    opt = spec if isinstance(spec, RunOptions) and not values else options(
-        _as_mapping(spec), **values)
+    if isinstance(spec, RunOptions):
+        from dataclasses import replace
+
+        opt = replace(spec, **{k: option_value(k, v, exclude=frozenset({"out"}))
+                               for k, v in values.items()})
+    else:
+        opt = options(spec, **values)
     record = execute(prepare(opt, warn=warn))
     return Result(record=record, run_id=Path(opt.workload).name.split(".")[0])
 
@@ -110,14 +115,6 @@ def frame(tables: Any, table: str = "jobs") -> Any:
         if data.dtype[name].kind == "S":
             out[name] = out[name].str.decode("utf-8")
     return out
-
-
-def _as_mapping(spec: Mapping[str, Any] | RunOptions | None) -> Mapping[str, Any] | None:
-    if isinstance(spec, RunOptions):
-        from dataclasses import fields
-
-        return {f.name: getattr(spec, f.name) for f in fields(spec)}
-    return spec
 
 
 @dataclass(frozen=True)
@@ -189,6 +186,10 @@ class Result:
         record = self.record
         if trace is not None:
             record = replace(record, opt=replace(record.opt, trace=trace))
+        if record.opt.trace == "full" and self.tables.chunks is None and len(self.workers):
+            # checked before any file is written: no partial output
+            raise InputError("a full trace needs the apps' chunks: simulate with trace='full' "
+                             "or chunks=True", field="trace")
         tables = write_outputs(record, out, run_id=self.run_id, summary=False)
         if plots:
             from cosim.output.plots import write_plots

@@ -49,7 +49,10 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(listing: bool = False) -> argparse.ArgumentParser:
+    """The ``cosim`` parser; `listing` (help was asked for) names the plugins' policies in the
+    help texts too, which loads them (`cosim.plugins`): otherwise only built-in names are
+    written there, so building the parser never loads a plugin."""
     """The argument parser of every sub-command."""
     parser = argparse.ArgumentParser(
         prog="cosim",
@@ -113,20 +116,21 @@ def build_parser() -> argparse.ArgumentParser:
                      "machine on the default platform, else all)")
     # the choices come from the registries (plugins included, `cosim.plugins`), listed only
     # when shown: a metavar keeps argparse from listing them while it builds the parser
-    run.add_argument("--batch", choices=Choices(policies.BACKFILLS, "fcfs"), default="easy",
-                     metavar="POLICY",
-                     help="backfilling, one of %(choices)s: fcfs (= none: the queue head "
-                     "blocks), easy (default), conservative")
-    run.add_argument("--priority", choices=Choices(policies.PRIORITIES), default="fcfs",
-                     metavar="ORDER", help="queue order, one of %(choices)s (default fcfs)")
-    run.add_argument("--selection", choices=Choices(policies.SELECTIONS), metavar="RULE",
-                     default="first-fit", help="host selection, one of %(choices)s (default "
-                     "first-fit)")
-    run.add_argument("--malleable", choices=policies.malleable_names(), default="none",
-                     metavar="POLICY",
-                     help="malleable policy, one of %(choices)s: equi = equipartition (Kale et "
-                     "al.): every job its minimum PEs, the rest shared equally up to each "
-                     "maximum; sd = SD-Policy; it replaces --batch (default none)")
+    batch, order, rule = (Choices(policies.BACKFILLS, "fcfs"), Choices(policies.PRIORITIES),
+                          Choices(policies.SELECTIONS))
+    malleable = policies.malleable_names()
+    run.add_argument("--batch", choices=batch, default="easy", metavar="POLICY",
+                     help=f"backfilling, one of {batch.text(listing)}: fcfs (= none: the queue "
+                     "head blocks), easy (default), conservative")
+    run.add_argument("--priority", choices=order, default="fcfs", metavar="ORDER",
+                     help=f"queue order, one of {order.text(listing)} (default fcfs)")
+    run.add_argument("--selection", choices=rule, metavar="RULE", default="first-fit",
+                     help=f"host selection, one of {rule.text(listing)} (default first-fit)")
+    run.add_argument("--malleable", choices=malleable, default="none", metavar="POLICY",
+                     help=f"malleable policy, one of {malleable.text(listing)}: equi = "
+                     "equipartition (Kale et al.): every job its minimum PEs, the rest shared "
+                     "equally up to each maximum; sd = SD-Policy; it replaces --batch "
+                     "(default none)")
     run.add_argument("--malleable-param", action="append", metavar="K=V", default=[],
                      help="malleable policy parameter (repeatable): equi: share=additive|level, "
                      "queue=first-fit|fcfs; sd: sharing_factor, cutoff=fixed|dynamic|none, "
@@ -893,7 +897,8 @@ def _check_numbers(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (2 for bad input)."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(listing=any(a in ("-h", "--help") for a in argv))
     args = parser.parse_args(argv)
     previous = _on_termination(_Terminated.raise_for)
     hook, sys.unraisablehook = sys.unraisablehook, _unraisable

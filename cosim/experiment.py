@@ -224,7 +224,8 @@ def _machine(opt: RunOptions, platform: Any, warn: Callable[[str], None] | None)
     if is_batsim(opt.workload):
         described: tuple[int, str] | None = batsim_machine(opt.workload)
     else:
-        described = machine_hosts(read_swf_header(opt.workload), cores, file=opt.workload)
+        described = machine_hosts(read_swf_header(opt.workload), cores, file=opt.workload,
+                                  warn=warn)
     if opt.hosts is not None:
         n_hosts = opt.hosts
     elif opt.platform is None and described is not None:

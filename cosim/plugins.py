@@ -18,7 +18,8 @@ group                  object the entry point names                    registry
 `Registry` holds a table's built-in entries and adds the plugins' the first time a name is
 not built in or the whole table is listed (``--help``, an unknown name, ``--technique all``):
 ``importlib.metadata`` costs ~30 ms to import, which a run of built-in policies never pays.
-An entry point's name must be its object's name (in the registry's case); a plugin that cannot
+An entry point's name must be its object's name, both keyed as the registry looks names up
+(case folded, ``_`` read as ``-`` for techniques and policies); a plugin that cannot
 be loaded, names an object of the wrong kind, or takes a built-in name is an `InputError`
 naming the entry point and its package. `examples/cosim-example-plugin/` is a complete plugin.
 """
@@ -102,6 +103,15 @@ class Choices:
         names = [n for n in self._registry
                  if self._keep is None or self._keep(self._registry[n])]
         return iter([*self._extra, *sorted(names)])
+
+    def text(self, everything: bool) -> str:
+        """The choices for a help text: all of them (loading the plugins) or, to build a
+        parser without loading them, the built-in ones and "or a plugin's"."""
+        if everything:
+            return ", ".join(self)
+        builtins = self._registry._builtins
+        names = sorted(n for n, v in builtins.items() if self._keep is None or self._keep(v))
+        return ", ".join([*self._extra, *names]) + " (or a plugin's: see --help)"
 
 
 def _load(group: str, builtins: Mapping[str, Any], kind: type, key: Callable[[str], str],

@@ -86,6 +86,17 @@ def test_a_results_file_reads_back_as_frames_with_text_as_str(tmp_path):
     assert api.frame(tables, "allocations")["role"].dtype.kind in "iu"
 
 
+def test_run_options_take_keyword_changes_and_a_full_trace_needs_its_chunks(tmp_path):
+    base = api.options(workload=api.trace("esp-mandelbrot.swf"), hosts=256)
+    small = api.simulate(base, seed=3, warn=[].append)
+    assert small.summary["hosts"] == 256 and small.record.opt.seed == 3
+    with pytest.raises(InputError, match="field trace: a full trace needs the apps' chunks"):
+        small.write(tmp_path / "w", trace="full")
+    assert not (tmp_path / "w").exists()  # nothing written
+    small.write(tmp_path / "b", trace="batch")
+    assert (tmp_path / "b" / "trace" / "traces.otf2").is_file()
+
+
 def test_warnings_go_to_the_callback_or_to_python_warnings(tmp_path):
     swf = tmp_path / "w.swf"
     swf.write_text("; MaxNodes: 4\n1 0 0 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1\n")

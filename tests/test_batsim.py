@@ -121,3 +121,17 @@ def test_evalys_reads_and_plots_the_schedule(tmp_path):
     plt.gcf().savefig(tmp_path / "evalys.png")
     plt.close("all")
     assert (tmp_path / "evalys.png").stat().st_size > 10_000
+
+
+def test_a_resource_is_a_host_with_all_its_cores(tmp_path):
+    """On hosts of 2 cores (tiny8x2), a job asking for 4 resources gets 4 hosts (8 PEs), and
+    batsim_jobs.csv gives back the 4 it asked for."""
+    doc = {"nb_res": 8, "jobs": [{"id": 1, "subtime": 0, "res": 4, "profile": "d"}],
+           "profiles": {"d": {"type": "delay", "delay": 5}}}
+    (job,) = read_batsim(_write(tmp_path, doc), cores_per_host=2).jobs
+    assert (job.hosts, job.pes) == (4, 8)
+    out = tmp_path / "run"
+    assert main(["run", "--workload", _write(tmp_path, doc, "m.json"), "--platform", "tiny8x2",
+                 "--out", str(out), "-q"]) == 0
+    (row,) = csv.DictReader((out / "batsim_jobs.csv").open())
+    assert row["requested_number_of_resources"] == "4" and row["allocated_resources"] == "0-3"

@@ -9,7 +9,6 @@ import gzip
 import pytest
 
 from cosim.cli import main
-from cosim.errors import InputError
 from cosim.experiment import RunOptions, prepare
 from cosim.paths import TRACES_DIR
 from cosim.workload.swf import machine_hosts, read_swf_header
@@ -91,9 +90,17 @@ def test_a_header_machine_larger_than_the_default_platform_asks_for_one(tmp_path
     assert prepare(RunOptions(workload=swf, hosts=200)).n_hosts == 200
 
 
-@pytest.mark.parametrize("value", ["lots", "0", "-3", ""])
-def test_a_bad_header_machine_names_its_line(tmp_path, value):
-    swf = _swf(tmp_path, f"; Version: 2.2\n; MaxNodes: {value}\n")
-    with pytest.raises(InputError) as err:
-        prepare(RunOptions(workload=swf))
-    assert str(err.value).startswith(f"{swf}:2: field MaxNodes: header MaxNodes")
+@pytest.mark.parametrize("value", ["lots", "0", "-3", "", "1,024"])
+def test_a_bad_header_machine_is_ignored_with_a_warning_naming_its_line(tmp_path, value):
+    """A header is a comment: a bad MaxNodes never makes a trace unreadable; MaxProcs (or
+    the whole platform) sizes it instead, and -1 (unknown, as in SWF fields) says nothing."""
+    swf = _swf(tmp_path, f"; Version: 2.2\n; MaxNodes: {value}\n; MaxProcs: 6\n")
+    said: list[str] = []
+    assert prepare(RunOptions(workload=swf), warn=said.append).n_hosts == 6
+    assert said == [f"{swf}:2: header MaxNodes {value!r} is not a positive integer: ignored"]
+    unknown = _swf(tmp_path, "; MaxNodes: -1\n", "unknown.swf")
+    said = []
+    assert prepare(RunOptions(workload=unknown), warn=said.append).n_hosts == 256
+    assert said == []
+    # with the machine given, the header is not needed: no error either way
+    assert prepare(RunOptions(workload=swf, platform="tiny8x2", hosts=4)).n_hosts == 4

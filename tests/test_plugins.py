@@ -113,6 +113,12 @@ def test_registry_rules(monkeypatch):
     assert reg["SS"] is ss and reg._plugins is None  # built in: nothing loaded
     assert "MINE" in reg and reg["MINE"] is mine and list(reg) == ["SS", "MINE"]
     assert list(Choices(reg, "all")) == ["all", "MINE", "SS"]
+    # names are keyed as the lookups read them: `_` is `-`, case folded
+    under = Technique(name="MY_T", summary="", params=ss.params, make=ss.make)
+    found[:] = [EP("my_t", under)]
+    keyed = Registry("cosim.techniques", {"SS": ss}, kind=Technique,
+                     key=lambda n: n.upper().replace("_", "-"), name_of=lambda t: t.name)
+    assert keyed["MY-T"] is under and "my_t" not in keyed
     for bad, problem in ((EP("SS", ss), "already registered"),
                          (EP("OTHER", mine), "the entry point's name must be its name"),
                          (EP("X", object()), "not a Technique")):
@@ -121,3 +127,25 @@ def test_registry_rules(monkeypatch):
                          name_of=lambda t: t.name)
         with pytest.raises(InputError, match=problem):
             list(fresh)
+
+
+def test_building_the_parser_never_loads_plugins_even_as_python_3_14_checks_help():
+    """Python 3.14 expands every help string when an argument is added; cosim's help strings
+    name only built-in policies (the plugins' only under --help), so no entry point loads."""
+    probe = ("import sys, argparse\n"
+             "from cosim.cli import build_parser\n"
+             "parser = build_parser()\n"
+             "run = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))"
+             ".choices['run']\n"
+             "fmt = run._get_formatter()\n"
+             "for action in run._actions:\n"
+             "    # what 3.14's _check_help does: _expand_help, which returns at once for a\n"
+             "    # help without '%' (3.11's would list the choices anyway)\n"
+             "    if action.help and '%' in action.help:\n"
+             "        fmt._expand_help(action)\n"
+             "print(sorted(a.dest for a in run._actions if a.help and '%' in a.help\n"
+             "             and a.choices is not None and not isinstance(a.choices, (list, tuple))))\n"
+             "print('importlib.metadata' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.strip().splitlines()
+    assert out == ["[]", "False"]  # no registry-backed option has a '%' help

@@ -40,6 +40,10 @@ def test_a_batch_only_run_loads_nothing_it_does_not_use(tmp_path):
     got = _probe(tmp_path, "run", "--workload", "two.swf", "--out", "out")
     assert got == {"code": 0, "loaded": []}
     assert (tmp_path / "out" / "results.h5").is_file()
+    # built-in policies of every kind: still no plugin lookup
+    got = _probe(tmp_path, "run", "--workload", "two.swf", "--out", "m", "--malleable", "equi",
+                 "--priority", "sjf", "--selection", "best-fit", "--batch", "conservative")
+    assert got == {"code": 0, "loaded": []}
 
 
 def test_a_batch_only_run_with_a_technique_says_it_is_unused(tmp_path, capsys):

@@ -375,6 +375,59 @@ def test_an_archive_holds_a_few_chunks_whatever_its_number_of_locations(tmp_path
     assert [r[-1].time for r in data.records] == [10 + i for i in range(40)]
 
 
+def test_locations_finished_one_by_one_hold_the_memory_of_one(tmp_path):
+    """The trace builder writes and closes each PE row in turn (`Otf2Writer.finish`): the
+    chunks of 60 rows are those of one; an event added to a finished row is an error."""
+    w = Otf2Writer(tmp_path / "rows")
+    d = w.defs
+    root = d.system_tree_node("cluster")
+    region = d.region("A")
+    locs = [w.add_location(d.location(f"PE{i}", group=d.location_group(
+        f"PE{i}", system_tree_parent=root))) for i in range(60)]
+    for i in locs:
+        w.enter(i, 0, region)
+        w.leave(i, 5, region)
+        assert w.finish([i]) == 2
+    made = sum(len(c) for c in w._pool._spare.values()) + sum(
+        len(c) for c in w._pool._held.values())
+    assert made <= 4
+    w.enter(0, 7, region)
+    with pytest.raises(ValueError, match="events added to finished locations"):
+        w.close()
+    w2 = Otf2Writer(tmp_path / "dup")
+    loc = w2.defs.location("X", group=w2.defs.location_group(
+        "X", system_tree_parent=w2.defs.system_tree_node("c")))
+    w2.add_location(loc)
+    with pytest.raises(ValueError, match="'X' is already registered"):
+        w2.add_location(loc)
+    w2.abort()
+
+
+def test_a_huge_location_spills_to_its_file_instead_of_growing(tmp_path, monkeypatch):
+    """As libotf2's own allocator, the pool gives a buffer a bounded number of chunks; past
+    it libotf2 writes the buffer to disk and reuses them, and every event is still there."""
+    from cosim.output import otf2_writer
+
+    monkeypatch.setattr(otf2_writer._ChunkPool, "BUFFER_BYTES", 2 * (256 << 10))
+    w = Otf2Writer(tmp_path / "big")
+    d = w.defs
+    region = d.region("A")
+    i = w.add_location(d.location("PE0", group=d.location_group(
+        "PE0", system_tree_parent=d.system_tree_node("cluster"))))
+    most = 0
+    held = w._pool._held
+    for k in range(4):  # 4 batches of 20,000 events: more than the 2 chunks hold
+        for t in range(10_000 * k, 10_000 * (k + 1)):
+            w.enter(i, 3 * t, region)
+            w.leave(i, 3 * t + 1, region)
+        w.flush([i])
+        most = max(most, max((len(c) for c in held.values()), default=0))
+    w.close()
+    assert most == 2  # the bound was reached, and held
+    data = read_trace(tmp_path / "big")
+    assert len(data.records[0]) == 80_000 and data.records[0][-1].time == 3 * 39_999 + 1
+
+
 # -- never over an existing archive --------------------------------------------------------
 
 

@@ -103,6 +103,10 @@ class _ChunkPool:
     the chunks alive at once (two, as locations are closed one by one). A buffer's chunks are
     found by the id stored in the buffer's own slot (``perBufferData``)."""
 
+    #: chunks one buffer may hold (what libotf2's own allocator allows, 128 MiB): past it
+    #: `_allocate` says no, and libotf2 writes the buffer to its file and frees its chunks
+    BUFFER_BYTES = 128 << 20
+
     def __init__(self) -> None:
         self._spare: dict[int, list[Any]] = {}  # chunk size -> free chunks
         self._held: dict[int, list[Any]] = {}  # buffer id -> its chunks
@@ -116,14 +120,17 @@ class _ChunkPool:
         self.callbacks.free_all = ctypes.cast(self._free_all_fp,
                                               type(self.callbacks.free_all))
 
-    def _allocate(self, _data: Any, _ftype: int, _loc: int, slot: Any, size: int) -> int:
+    def _allocate(self, _data: Any, _ftype: int, _loc: int, slot: Any, size: int) -> int | None:
         key = slot[0]
         if not key:
             key = slot[0] = self._next_id
             self._next_id += 1
+        held = self._held.setdefault(key, [])
+        if len(held) * size >= self.BUFFER_BYTES:
+            return None  # NULL: libotf2 flushes this buffer to disk and frees its chunks
         spare = self._spare.get(size)
         chunk = spare.pop() if spare else ctypes.create_string_buffer(size)
-        self._held.setdefault(key, []).append(chunk)
+        held.append(chunk)
         return ctypes.addressof(chunk)
 
     def _free_all(self, _data: Any, _ftype: int, _loc: int, slot: Any, final: bool) -> None:
@@ -327,6 +334,7 @@ class Otf2Writer:
         self._handles: list[Any] = []  # event writer handle per index, made at first flush
         self._last: list[int] = []  # last tick written per index (-1: none)
         self._attr_list: Any = None
+        self._finished: set[int] = set()  # locations closed by `finish`
         self._written = 0
         self._closed = False
 
@@ -339,6 +347,8 @@ class Otf2Writer:
 
     def add_location(self, location: Any) -> int:
         """Register an `otf2` Location for events; returns its index for the event calls."""
+        if any(loc._ref == location._ref for loc in self._locs):
+            raise ValueError(f"location {location.name!r} is already registered")
         self._locs.append(location)
         self._bufs.append([])
         self._handles.append(None)
@@ -501,6 +511,19 @@ class Otf2Writer:
         self._written += len(todo)
         return len(todo)
 
+    def finish(self, locs: Iterable[int]) -> int:
+        """Write everything buffered for `locs` and close them: they take no more events
+        (one added later is an error at `close`). Closing a location frees its buffers for the
+        next one, so a writer that finishes its locations one by one holds the memory of one
+        (`_ChunkPool`), not of all. Returns the number of events written."""
+        n = 0
+        with self._libotf2():
+            for i in locs:
+                n += self._flush_one(i, None)
+                self._close_location(i)
+                self._finished.add(i)
+        return n
+
     def _close_location(self, i: int) -> None:
         """Close location `i`'s event and local definition writers once its last events are
         written, so that libotf2 frees its two chunks and the next location's reuse that memory
@@ -522,6 +545,9 @@ class Otf2Writer:
         if self._closed:
             raise RuntimeError("the writer is closed")
         try:
+            late = [self._locs[i].name for i in self._finished if self._bufs[i]]
+            if late:
+                raise ValueError(f"events added to finished locations {late[:5]}")
             with self._libotf2():
                 for i in range(len(self._bufs)):
                     self._flush_one(i, None)

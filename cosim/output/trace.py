@@ -371,7 +371,7 @@ class _Builder:
         w.program_begin(self.sched, 0, "cosim", [f"run {self.t.run_id}"])
         w.program_end(self.sched, self.horizon, 0)
         self._metrics()
-        w.flush([self.sched, self.mloc])
+        w.finish([self.sched, self.mloc])
         apps = self._apps() if self.full else {}
         master = self._master_events(apps) if self.full else {}
         on_pe: dict[int, list[tuple[_App, int]]] = {}
@@ -392,13 +392,13 @@ class _Builder:
             for c in range(self.cores):
                 pe = h * self.cores + c
                 mine = [r for r, lo, hi in by_host[h] if lo <= c < hi]
-                # worker streams are built here, one PE at a time, and flushed with it:
-                # memory (and the garbage collector's work) stays bounded by one row
+                # worker streams are built here, one PE at a time, and written and closed
+                # with it: memory (events, libotf2's buffers) stays bounded by one row
                 streams = [(app.jid, app.rank_start[r], self._stream(app, r))
                            for app, r in on_pe.get(pe, ())]
                 self._pe(pe, _segments(mine, pe), master.pop(pe, []), streams,
                          resizes.pop(pe, []))
-                w.flush([pe])
+                w.finish([pe])
 
     def _metrics(self) -> None:
         s = step_series(self.t)

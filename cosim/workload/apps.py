@@ -43,7 +43,7 @@ MODELS: Mapping[str, AppModel] = Registry("cosim.apps", {
     "mandelbrot": AppModel(params=mandelbrot.MandelbrotParams, compute=mandelbrot.compute),
     "profile": AppModel(params=profile.ProfileParams, compute=profile.compute),
     "psia": AppModel(params=psia.PsiaParams, compute=psia.compute),
-}, kind=AppModel, key=str.lower)  # + plugins (`cosim.plugins`)
+}, kind=AppModel, key=lambda n: n)  # + plugins (`cosim.plugins`); names as written
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

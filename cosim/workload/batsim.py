@@ -7,7 +7,8 @@ none) and ``profiles`` (name -> ``{"type": ..., ...}``). cosim replays ``delay``
 job runs for ``delay`` seconds, as a trace job of an SWF file; a job whose profile is of
 another type (``parallel``, ``parallel_homogeneous``, ``composed``, ...: work on a SimGrid
 platform, which cosim does not model) is refused with its job, profile and type named. A
-resource is a host (``hosts = pes = res``), the machine ``nb_res`` hosts (the header machine
+resource is a host with all its cores (``hosts = res``, ``pes = res x cores``), the machine
+``nb_res`` hosts (the header machine
 of `cosim.experiment`: a replay without ``--hosts``/``--platform`` runs on it); a job without
 a walltime gets its run time as requested time, as an SWF job with field 9 unknown does; a
 job larger than the machine is rejected (warned about). Ids must be integers (JSON numbers or
@@ -144,7 +145,8 @@ def read_batsim(path: str | os.PathLike[str], *, cores_per_host: int = 1,
         walltime = runtime if wall is None or (isinstance(wall, int | float)
                                               and not isinstance(wall, bool) and wall < 0) \
             else _seconds(wall, f"{where}.walltime", path)
-        job = Job(id=jid, submit=submit, hosts=-(-res // cores_per_host), pes=res,
+        # a resource is a host (all its cores), as nb_res counts hosts
+        job = Job(id=jid, submit=submit, hosts=res, pes=res * cores_per_host,
                   walltime=walltime, runtime=runtime,
                   category=name if name and CATEGORY_CHARS.issuperset(name) else "")
         (rejected if max_hosts is not None and job.hosts > max_hosts else jobs).append(job)

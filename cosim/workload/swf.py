@@ -349,21 +349,27 @@ def read_swf_header(path: str | os.PathLike[str]) -> tuple[tuple[tuple[str, str]
 
 
 def machine_hosts(header: Sequence[tuple[tuple[str, str], int]], cores_per_host: int, *,
-                  file: str | None = None) -> tuple[int, str] | None:
+                  file: str | None = None,
+                  warn: Callable[[str], None] | None = None) -> tuple[int, str] | None:
     """The machine an SWF header describes, in hosts of `cores_per_host` cores: ``(hosts,
     what)`` from ``MaxNodes`` (the number of nodes), else from ``MaxProcs`` (processors,
     ``ceil(MaxProcs / cores_per_host)`` hosts), `what` saying which (``"MaxNodes 100"``); None
-    when the header has neither. A value that is not a positive integer is an `InputError`
-    naming its line."""
+    when the header gives neither. A value of -1 is unknown, as in SWF fields; another value
+    that is not a positive integer is ignored with a warning naming its line (a header is a
+    comment: it never makes a trace unreadable)."""
     for key in ("MaxNodes", "MaxProcs"):
         found = [(v, line) for (k, v), line in header if k == key]
         if not found:
             continue
         value, line = found[0]
         text = value.split()[0] if value.split() else ""
+        if text == "-1":
+            continue
         if not text.isdigit() or int(text) < 1:
-            raise InputError(f"header {key} {value!r} is not a positive integer", file=file,
-                             line=line, field=key)
+            if warn is not None:
+                warn(f"{file}:{line}: header {key} {value!r} is not a positive integer: "
+                     "ignored")
+            continue
         n = int(text)
         return (n if key == "MaxNodes" else -(-n // cores_per_host)), f"{key} {n}"
     return None

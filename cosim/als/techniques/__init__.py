@@ -29,7 +29,8 @@ REGISTRY: Mapping[str, Technique] = Registry("cosim.techniques", {
     m.TECHNIQUE.name: m.TECHNIQUE
     for m in (static, ss, fsc, mfsc, gss, tss, fac, fac2, wf, awf, awf_b, awf_c, awf_d, awf_e,
               af, tap, fiss, viss, tfss, pls, rnd)
-}, kind=Technique, key=str.upper, name_of=lambda t: t.name)  # + plugins (`cosim.plugins`)
+}, kind=Technique, key=lambda n: n.upper().replace("_", "-"),  # as `get` looks names up
+    name_of=lambda t: t.name)  # + plugins (`cosim.plugins`)
 
 
 def names() -> list[str]:

@@ -45,23 +45,28 @@ __all__ = ["PRIORITIES", "BACKFILLS", "SELECTIONS", "DYNAMICS", "priority", "bac
            "PriorityPolicy", "BackfillPolicy", "SelectionPolicy", "DynamicPolicy",
            "expected_end", "overran"]
 
+def _policy_key(name: str) -> str:
+    """A policy's name as the tables key it (and `_lookup` looks it up)."""
+    return name.strip().lower().replace("_", "-")
+
+
 # built in, and then the plugins' (entry points, `cosim.plugins`)
 PRIORITIES: Mapping[str, PriorityPolicy] = Registry(
     "cosim.priority", {m.POLICY.name: m.POLICY for m in (fcfs, sjf)}, kind=PriorityPolicy,
-    key=str.lower, name_of=lambda p: p.name)
+    key=_policy_key, name_of=lambda p: p.name)
 BACKFILLS: Mapping[str, BackfillPolicy] = Registry(
     "cosim.backfill", {m.POLICY.name: m.POLICY for m in (none, easy, conservative)},
-    kind=BackfillPolicy, key=str.lower, name_of=lambda p: p.name)
+    kind=BackfillPolicy, key=_policy_key, name_of=lambda p: p.name)
 SELECTIONS: Mapping[str, SelectionPolicy] = Registry(
     "cosim.selection", {m.POLICY.name: m.POLICY for m in (first_fit, contiguous, best_fit)},
-    kind=SelectionPolicy, key=str.lower, name_of=lambda p: p.name)
+    kind=SelectionPolicy, key=_policy_key, name_of=lambda p: p.name)
 DYNAMICS: Mapping[str, DynamicPolicy] = Registry(
     "cosim.dynamic", {m.POLICY.name: m.POLICY for m in (equipartition, sdpolicy, rca_exclusion)},
-    kind=DynamicPolicy, key=str.lower, name_of=lambda p: p.name)
+    kind=DynamicPolicy, key=_policy_key, name_of=lambda p: p.name)
 
 
 def _lookup(table: Mapping[str, object], name: str, what: str, field: str) -> object:
-    key = str(name).strip().lower().replace("_", "-")
+    key = _policy_key(str(name))
     try:
         return table[key]
     except KeyError:
@@ -86,10 +91,15 @@ def selection(name: str) -> SelectionPolicy:
 
 def dynamic(name: str, family: str | None = None) -> DynamicPolicy:
     """The dynamic policy called `name` (of `family`, ``malleable`` or ``rca``, if given)."""
-    table = DYNAMICS if family is None else {k: v for k, v in DYNAMICS.items()
-                                             if v.family == family}
     field = "malleable" if family == "malleable" else "dynamic"
-    return _lookup(table, name, f"{family or 'dynamic'} policy", field)  # type: ignore[return-value]
+    key = _policy_key(str(name))
+    # a built-in name is found without listing the table (which would load the plugins)
+    found = DYNAMICS[key] if key in DYNAMICS else None
+    if found is not None and (family is None or found.family == family):
+        return found  # type: ignore[return-value]
+    known = sorted(k for k, v in DYNAMICS.items() if family is None or v.family == family)
+    raise InputError(f"unknown {family or 'dynamic'} policy {name!r} (known: "
+                     f"{', '.join(known)})", field=field)
 
 
 def malleable_names() -> Choices:
