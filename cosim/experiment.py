@@ -12,6 +12,7 @@ communicator while ranks 1..K-1 `serve_als` it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -371,12 +372,18 @@ OUTPUT_ONLY = frozenset(("out", "trace", "plots", "chunks"))
 OPTION_MAPPINGS = frozenset(("technique_params", "app_overrides", "malleable_params"))
 
 
+@functools.cache
+def _option_types() -> dict[str, Any]:
+    """`RunOptions`' field types (resolved once: a sweep types thousands of values)."""
+    return typing.get_type_hints(RunOptions)
+
+
 def option_value(key: str, value: Any, *, exclude: frozenset[str] = frozenset(),
                  where: str | None = None) -> Any:
     """`value` (a TOML or Python value, or a CLI string) for the `RunOptions` field `key`,
     typed like it; `InputError` (field `where`, default `key`) for an unknown key, one in
     `exclude`, or a value of the wrong type."""
-    hints = typing.get_type_hints(RunOptions)
+    hints = _option_types()
     where = where or key
     if key in exclude or key not in hints:
         known = sorted(k for k in hints if k not in exclude)

@@ -56,6 +56,11 @@ class Registry(Mapping[str, T], Generic[T]):
         self._name_of = name_of
         self._plugins: dict[str, T] | None = None
 
+    @property
+    def builtins(self) -> Mapping[str, T]:
+        """The built-in entries alone (reading them loads no plugin)."""
+        return self._builtins
+
     def _loaded(self) -> dict[str, T]:
         if self._plugins is None:
             self._plugins = _load(self.group, self._builtins, self._kind, self._key,
@@ -109,7 +114,7 @@ class Choices:
         parser without loading them, the built-in ones and "or a plugin's"."""
         if everything:
             return ", ".join(self)
-        builtins = self._registry._builtins
+        builtins = self._registry.builtins
         names = sorted(n for n, v in builtins.items() if self._keep is None or self._keep(v))
         return ", ".join([*self._extra, *names]) + " (or a plugin's: see --help)"
 

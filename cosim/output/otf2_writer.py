@@ -548,10 +548,7 @@ class Otf2Writer:
             late = [self._locs[i].name for i in self._finished if self._bufs[i]]
             if late:
                 raise ValueError(f"events added to finished locations {late[:5]}")
-            with self._libotf2():
-                for i in range(len(self._bufs)):
-                    self._flush_one(i, None)
-                    self._close_location(i)
+            self.finish(range(len(self._bufs)))
             if self._written:
                 # replaces the host's wall clock at the first event (see realtime_s)
                 self._trace._realtime_timestamp = self._realtime_s

@@ -165,21 +165,10 @@ def read_batsim(path: str | os.PathLike[str], *, cores_per_host: int = 1,
                        bad_lines=0, cores_per_host=cores_per_host, procs_field="requested")
 
 
-def _s(ticks: int) -> str:
-    from cosim.workload.swf_write import format_ticks
-
-    return format_ticks(ticks)
-
-
-def _intervals(hosts: Sequence[int]) -> str:
-    from cosim.core.indexset import IndexSet
-
-    runs = (hosts if isinstance(hosts, IndexSet) else IndexSet.of(hosts)).runs
-    return " ".join(f"{f}" if n == 1 else f"{f}-{f + n - 1}" for f, n in runs)
-
-
 def batsim_rows(outcomes: Iterable[JobOutcome], workload: str) -> Iterable[list[str]]:
     """The rows of ``batsim_jobs.csv`` (without the header), by job id."""
+    from cosim.output.runfiles import host_ranges  # Batsim's interval sets: "0-3 7"
+    from cosim.workload.swf_write import format_ticks as _s
     for o in sorted(outcomes, key=lambda o: o.job.id):
         j = o.job
         profile = j.category or j.app
@@ -192,7 +181,7 @@ def batsim_rows(outcomes: Iterable[JobOutcome], workload: str) -> Iterable[list[
         stretch = (repr(turn / run) if run else ("inf" if turn else "1"))
         yield [*common, "1" if o.status == "completed" else "0",
                _FINAL.get(o.status, "COMPLETED_FAILED"), _s(o.start), _s(run), _s(o.end),
-               _s(wait), _s(turn), stretch, _intervals(o.hosts), "-1", ""]
+               _s(wait), _s(turn), stretch, host_ranges(o.hosts), "-1", ""]
 
 
 def write_batsim_jobs(path: str | os.PathLike[str], outcomes: Sequence[JobOutcome],
