@@ -135,11 +135,13 @@ def _psia(repeat):
     return [("spin images/s", costs.n / wall, "img/s", None), ("wall", wall, "s", None)]
 
 
-def batch_rate(jobs, n_hosts, backfill, repeat, **config):
-    from cosim.bls import BatchConfig, simulate_batch
+def batch_rate(jobs, n_hosts, backfill, repeat, progress=None, **config):
+    from cosim.bls import BatchConfig
+    from cosim.runner import simulate
 
-    wall, res = best(repeat, lambda: simulate_batch(
-        jobs, n_hosts=n_hosts, config=BatchConfig(backfill=backfill, **config)))
+    wall, res = best(repeat, lambda: simulate(
+        jobs, n_hosts=n_hosts, batch=BatchConfig(backfill=backfill, **config),
+        progress=progress))
     return wall, res
 
 
@@ -156,6 +158,12 @@ def _kth(repeat):
         rows.append((f"{backfill} (jobs/s)", len(w.jobs) / wall, "jobs/s",
                      len(w.jobs) / 3.0 if backfill == "easy" else None))
         rows.append((f"{backfill} wall", wall, "s", None))
+        if backfill == "easy":  # the terminal's progress bar: its callback's cost
+            calls = []
+            with_bar, _ = batch_rate(w.jobs, 100, backfill, repeat,
+                                     progress=lambda t, n: calls.append(n))
+            rows.append((f"easy with a progress callback ({len(calls) // repeat} calls; x the "
+                         "wall)", with_bar / wall, "x", None))
         if backfill != "none":  # Slurm's cadence: fewer backfill passes, extra wake-ups
             spaced, _ = batch_rate(w.jobs, 100, backfill, repeat, bf_interval=30 * 10**9)
             rows.append((f"{backfill} --bf-interval 30 (jobs/s; / every event "
@@ -600,6 +608,47 @@ def _plots(repeat):
         wall, files = best(repeat, lambda: write_plots(Path(tmp), runs))
     return [(f"wall ({len(files)} PNGs)", wall, "s", None),
             (f"allocation rows ({allocs:,})", allocs / wall, "rows/s", None)]
+
+
+@bench("plots: write_plots of a year-long replay (KTH-SP2 on 100 hosts: utilization per day, "
+       "Gantt, distributions; no imbalance plot)")
+def _plots_long(repeat):
+    from cosim.experiment import RunOptions, execute, tables_of
+    from cosim.output.plots import write_plots
+    from cosim.paths import TRACES_DIR
+
+    rec = execute(RunOptions(workload=str(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz")))
+    run = tables_of(rec, "kth")
+    with tempfile.TemporaryDirectory() as tmp:
+        wall, files = best(repeat, lambda: write_plots(Path(tmp), [run]))
+    return [(f"wall ({len(files)} PNGs, {len(run.allocations):,} allocation rows)", wall, "s",
+             None)]
+
+
+@bench("workload: Batsim JSON in (KTH-SP2 as delay profiles), batsim_jobs.csv out")
+def _batsim(repeat):
+    import json
+
+    from cosim.experiment import RunOptions, execute
+    from cosim.paths import TRACES_DIR
+    from cosim.workload.batsim import read_batsim, write_batsim_jobs
+    from cosim.workload.swf import read_swf
+
+    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    profiles = {f"d{j.runtime}": {"type": "delay", "delay": j.runtime / 1e9} for j in w.jobs}
+    doc = {"nb_res": 100, "profiles": profiles, "jobs": [
+        {"id": j.id, "subtime": j.submit / 1e9, "res": j.hosts, "walltime": j.walltime / 1e9,
+         "profile": f"d{j.runtime}"} for j in w.jobs]}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kth.json"
+        path.write_text(json.dumps(doc))
+        read, jobs = best(repeat, lambda: read_batsim(path, max_hosts=100))
+        rec = execute(RunOptions(workload=str(path)))
+        write, _ = best(repeat, lambda: write_batsim_jobs(Path(tmp) / "b.csv", rec.outcomes,
+                                                          "kth"))
+    n = len(jobs.jobs)
+    return [(f"read ({n:,} jobs)", n / read, "jobs/s", None),
+            ("batsim_jobs.csv write", n / write, "jobs/s", None)]
 
 
 @bench("workload: ESP generation (230 jobs) and SWF writing")
