@@ -85,6 +85,11 @@ class RunRecord:
     metrics: dict = field(default_factory=dict)
     allocations: Any = None
 
+    @property
+    def host_cores(self) -> tuple[int, ...]:
+        """The cores of each host the run used."""
+        return tuple(h.cores for h in self.platform.hosts[:self.n_hosts])
+
 
 def _rejected(workload):
     from cosim.workload.jobs import JobOutcome
@@ -96,7 +101,8 @@ def _rejected(workload):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Prepared:
     """A validated run: its options, inputs and configurations (no simulation yet); `als`
-    is None when no job runs an app."""
+    is None when no job runs an app. `cores_per_host` is the core count jobs are sized in:
+    that of every host, or the smallest where the hosts differ (`host_cores`)."""
 
     opt: RunOptions
     platform: Any
@@ -105,6 +111,11 @@ class Prepared:
     workload: Any
     batch: Any
     als: Any
+
+    @property
+    def host_cores(self) -> tuple[int, ...]:
+        """The cores of each host the run uses."""
+        return tuple(h.cores for h in self.platform.hosts[:self.n_hosts])
 
     @property
     def coupled(self) -> bool:
@@ -121,6 +132,7 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     """Validate `opt` and read its inputs; every bad input raises `InputError` here, before
     any simulation (and, under MPI, on every rank before MPI is used)."""
     from cosim.bls import BatchConfig
+    from cosim.bls.scheduler import check_machine
     from cosim.platform import load_platform
     from cosim.workload.batsim import is_batsim, read_batsim
     from cosim.workload.swf import read_swf
@@ -151,11 +163,9 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     if not 1 <= n_hosts <= platform.n_hosts:
         raise InputError(f"{n_hosts} hosts asked, the platform {platform.name!r} has "
                          f"{platform.n_hosts}", field="hosts")
-    cores = {h.cores for h in platform.hosts[:n_hosts]}
-    if len(cores) != 1:
-        raise InputError("hosts with different core counts are not supported by the batch "
-                         "level yet", field="platform")
-    (cores_per_host,) = cores
+    # jobs are sized in hosts of the smallest core count, so any hosts can run them (whole
+    # hosts: `cosim.bls.state`); equal hosts make it the platform's core count
+    cores_per_host = min(h.cores for h in platform.hosts[:n_hosts])
     if opt.rca not in RCA_MODES:
         raise InputError(f"unknown RCA mode {opt.rca!r} (known: {', '.join(RCA_MODES)})",
                          field="rca")
@@ -186,6 +196,7 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                         exclusion_max_short=opt.exclusion_max_short,
                         malleable=opt.malleable, malleable_params=dict(opt.malleable_params),
                         bf_interval=bf_interval)
+    check_machine(batch, [h.cores for h in platform.hosts[:n_hosts]])
     if opt.malleable_fraction is not None:
         from cosim.workload.marking import mark_malleable
 
@@ -221,7 +232,7 @@ def _machine(opt: RunOptions, platform: Any, warn: Callable[[str], None] | None)
     from cosim.workload.batsim import batsim_machine, is_batsim
     from cosim.workload.swf import machine_hosts, read_swf_header
 
-    cores = platform.hosts[0].cores
+    cores = min(h.cores for h in platform.hosts)
     if is_batsim(opt.workload):
         described: tuple[int, str] | None = batsim_machine(opt.workload)
     else:
@@ -304,7 +315,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     wall = time.perf_counter() - t0
     outcomes = tuple(result.outcomes) + _rejected(p.workload)
     w = p.workload
-    metrics = metrics_summary(outcomes, p.n_hosts, cores_per_host=p.cores_per_host,
+    metrics = metrics_summary(outcomes, p.n_hosts, cores_per_host=p.host_cores,
                               allocations=result.allocations)
     summary = {
         "workload": str(opt.workload),
@@ -473,7 +484,7 @@ def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
     write_batsim_jobs(out / "batsim_jobs.csv", record.outcomes,
                       workload=Path(opt.workload).name.split(".")[0])
     write_swf(out / "schedule.swf", record.outcomes, header=record.header,
-              cores_per_host=record.cores_per_host,
+              cores_per_host=record.host_cores,
               prefer_fracs=(opt.min_frac, opt.max_frac))
     tables = tables_of(record, run_id)
     if opt.trace != "none":

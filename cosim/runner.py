@@ -124,8 +124,9 @@ def simulate(
     jobs:
         The workload (any order, unique ids).
     n_hosts, cores_per_host:
-        The machine: `n_hosts` hosts of `cores_per_host` PEs (taken from `platform` when
-        given; 1 by default).
+        The machine: `n_hosts` hosts of `cores_per_host` PEs (1 by default); with
+        `platform`, its first `n_hosts` hosts with their own core counts (which may differ:
+        `cosim.bls.state`).
     platform:
         The modelled platform (`cosim.platform.Platform`); needed when a job runs an app
         model (messages and speeds), optional for trace workloads.
@@ -150,14 +151,13 @@ def simulate(
     if quantum < 0:
         raise InputError("the quantum must be >= 0", field="quantum")
     if platform is not None:
-        cores = {h.cores for h in platform.hosts[:n_hosts]}
-        if len(cores) != 1:
-            raise InputError("hosts with different core counts are not supported by the batch "
-                             "level yet", field="platform")
-        cores_per_host = cores.pop()
-    cores_per_host = 1 if cores_per_host is None else cores_per_host
-    if cores_per_host < 1:
-        raise InputError(f"hosts need at least one core, got {cores_per_host}", field="cores")
+        host_cores = [h.cores for h in platform.hosts[:n_hosts]]
+    else:
+        cores_per_host = 1 if cores_per_host is None else cores_per_host
+        if cores_per_host < 1:
+            raise InputError(f"hosts need at least one core, got {cores_per_host}",
+                             field="cores")
+        host_cores = [cores_per_host] * n_hosts
     batch = BatchConfig() if batch is None else batch
     order = sorted(jobs, key=lambda j: (j.submit, j.id))
     if len({j.id for j in order}) != len(order):
@@ -168,10 +168,10 @@ def simulate(
     if coupled and (platform is None or als is None):
         raise InputError("jobs with an app model need a platform and application-level "
                          "settings", field="app")
-    sched = BatchScheduler(cores=[cores_per_host] * n_hosts, config=batch)
+    sched = BatchScheduler(cores=host_cores, config=batch)
     from cosim.als.trace_apps import TraceApps
 
-    pe_hosts = np.repeat(np.arange(n_hosts, dtype=np.int64), cores_per_host)
+    pe_hosts = np.repeat(np.arange(n_hosts, dtype=np.int64), host_cores)  # host-major
     trace = TraceApps({j.id: j for j in order if j.app == "rigid"}, pe_hosts)
     group: AlsGroup
     ranks = 1

@@ -409,11 +409,20 @@ def _per_pe(alloc: np.ndarray, cores: int) -> list[tuple[int, ...]]:
                   for c in range(int(r["core"]), int(r["core"] + r["pes"])))
 
 
+def _old_hosts(g: h5py.Group) -> None:
+    """The hosts table of versions 1 and 2: (name, rack), the cores in `cores_per_host`."""
+    hosts = g["hosts"][()]
+    del g["hosts"]
+    g["hosts"] = hosts[["name", "rack"]].astype(
+        [("name", hosts.dtype["name"]), ("rack", "<i4")])
+
+
 def _make_v1(path: Path, run: RunTables) -> None:
     """Turn a file of `run` into the version 1 layout (as cosim wrote it before the log)."""
     with h5py.File(path, "r+") as f:
         f.attrs.modify("schema_version", 1)
         g = f["runs"][run.run_id]
+        _old_hosts(g)
         jobs = g["jobs"][()]
         del g["jobs"], g["allocations"], g["busy_pes"]
         g["jobs"] = jobs[list(JOB_DTYPE.names[:19])]
@@ -437,6 +446,21 @@ def test_version_1_files_are_read_and_converted(tmp_path, runs):
         assert getattr(back, name).tobytes() == getattr(run, name).tobytes()
     with pytest.raises(InputError, match="cannot append to a schema_version 1 file"):
         append_run(path, runs[1])
+
+
+def test_version_2_files_get_their_cores_from_the_attribute(tmp_path, runs):
+    path = tmp_path / "v2.h5"
+    write_results(path, runs)
+    with h5py.File(path, "r+") as f:
+        f.attrs.modify("schema_version", 2)
+        for g in f["runs"].values():
+            _old_hosts(g)
+    back = read_results(path)
+    for a, b in zip(back, runs, strict=True):
+        assert a.host_cores.tolist() == b.host_cores.tolist() == [a.cores_per_host] * a.n_hosts
+        assert a.jobs.tobytes() == b.jobs.tobytes()
+    with pytest.raises(InputError, match="cannot append to a schema_version 2 file"):
+        append_run(path, runs[0])
 
 
 # -- reports -------------------------------------------------------------------------------

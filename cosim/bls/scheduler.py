@@ -87,7 +87,7 @@ from cosim.protocol.messages import (
 )
 from cosim.workload.jobs import Job, JobOutcome
 
-__all__ = ["BatchConfig", "BatchScheduler"]
+__all__ = ["BatchConfig", "BatchScheduler", "check_machine"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,6 +176,16 @@ class BatchConfig:
         object.__setattr__(self, "selection", policies.selection(self.selection).name)
 
 
+def check_machine(config: BatchConfig, cores: Sequence[int]) -> None:
+    """InputError when `config` asks for a policy the machine of hosts of `cores` cannot
+    run: a malleable policy gives PEs one by one, which needs equal hosts (`ClusterState`)."""
+    if config.malleable != "none" and len(set(cores)) > 1:
+        raise InputError(f"--malleable {config.malleable} gives PEs one by one, which needs "
+                         f"hosts with equal core counts; these have {min(cores)} to "
+                         f"{max(cores)} (use --malleable none, or --hosts to keep hosts of "
+                         "one kind)", field="malleable")
+
+
 class BatchScheduler:
     """The batch level of one simulation (see the module docstring for the event order).
 
@@ -201,6 +211,7 @@ class BatchScheduler:
         self.scattered_starts = 0
         # dynamic policies in the order they run: the malleable one, then RCA exclusion
         self._dynamics: list[tuple[Any, Any]] = []
+        check_machine(config, cores)
         if config.malleable != "none":
             pol = policies.dynamic(config.malleable, "malleable")
             self._dynamics.append((pol, build(pol.params, config.malleable_params,

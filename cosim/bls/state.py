@@ -2,8 +2,11 @@
 
 `ClusterState` owns the allocation at PE granularity: ``pe_user[host, core]`` is the job
 running on that PE (-1 when none), ``used_pes[host]`` the PEs in use on a host. A host is
-*free* when none of its PEs is used. Hosts have the same number of cores (the batch level's
-one restriction on platforms). A job gets PEs in one of two ways:
+*free* when none of its PEs is used. Hosts may have different core counts: the PE grid then
+has as many columns as the smallest host has cores (`n_cores`), the cores every host has, which
+is all whole-host jobs use (a job's ``pes <= hosts x n_cores``, the scheduler's rule), and the
+explicit form is refused (`uniform` False: PE-level policies need equal hosts). A job gets PEs
+in one of two ways:
 
 - **whole hosts** (`allocate`; every static policy): ``job.pes`` spread over ``job.hosts``
   free hosts, the first ``pes % hosts`` hosts (ascending index) taking one more, on cores
@@ -179,10 +182,10 @@ class ClusterState:
     Parameters
     ----------
     cores:
-        PEs of each host, by host index (all equal).
+        PEs of each host, by host index (different counts allow whole-host jobs only).
     """
 
-    __slots__ = ("cores", "n_hosts", "n_cores", "n_pes", "_user", "pe_user", "used_pes",
+    __slots__ = ("cores", "uniform", "n_hosts", "n_cores", "n_pes", "_user", "pe_user", "used_pes",
                  "free_hosts", "free_pes", "lendable", "running", "log", "_ends", "_free_ro",
                  "_runs", "_ids", "_rca", "_lender", "_tail", "_since", "_role", "_owner",
                  "_explicit_ids", "_promised", "promised_pes", "_coming", "_promised_until",
@@ -192,11 +195,10 @@ class ClusterState:
     def __init__(self, cores: Sequence[int]) -> None:
         if not len(cores) or any(c < 1 for c in cores):
             raise ValueError("a machine needs at least one host, each with at least one core")
-        if len(set(cores)) != 1:
-            raise ValueError("the batch level needs hosts with equal core counts")
         self.cores = np.asarray(cores, dtype=np.int64)
+        self.uniform = len(set(cores)) == 1
         self.n_hosts = len(cores)
-        self.n_cores = int(cores[0])
+        self.n_cores = int(self.cores.min())  # the PE grid's width (see the module docstring)
         self.n_pes = self.n_hosts * self.n_cores
         self.pe_user = np.full((self.n_hosts, self.n_cores), -1, dtype=np.int64)
         # the job using a host when exactly one does (-1: free; -2: shared by several jobs)
@@ -577,6 +579,7 @@ class ClusterState:
 
     def _take(self, jid: int, pes: IndexSet, now: int) -> IndexSet:
         """Mark free PEs as used by `jid` (explicit form); returns their hosts."""
+        self._need_uniform(jid)
         if not len(pes):
             raise ProtocolError(f"job {jid}: an allocation needs at least one PE")
         if pes[-1] >= self.n_pes:
@@ -707,9 +710,15 @@ class ClusterState:
         return rec is not None and (bool(rec.borrowed) or any(
             self._lender.get(h) == jid for h in rec.yielded_set))
 
+    def _need_uniform(self, jid: int) -> None:
+        if not self.uniform:
+            raise ProtocolError(f"job {jid}: PEs given one by one on hosts with different core "
+                                "counts (PE-level policies need equal hosts)")
+
     def _explicit(self, jid: int, now: int) -> _Run:
         """The job's record in explicit form, converting a whole-host job at `now` (its
         yielded hosts keep showing as idle tails)."""
+        self._need_uniform(jid)
         run = self._runs[jid]
         if run.pes is not None:
             return run

@@ -9,7 +9,7 @@ everything else is a function of the runs alone: no dataset records a time stamp
 writes of the same runs give the same bytes. The file is built in memory (HDF5 core driver)
 and written with `atomic_open`, so it appears complete or not at all; `append_run` adds one
 run the same way, from an in-memory copy of the existing file. `read_results` and
-`read_provenance` give it back exactly — schema version 1 files too, converted to today's
+`read_provenance` give it back exactly — schema versions 1 and 2 too, converted to today's
 tables (`docs/results.md`) — and turn every problem of a file (missing, not HDF5, a newer
 schema version, a missing dataset) into an `InputError` naming it. Attribute values: bool,
 int (64-bit), float and str are stored as native HDF5 scalars; anything else (None, lists,
@@ -53,9 +53,9 @@ __all__ = ["JSON_PREFIX", "SCHEMA", "SCHEMA_VERSION", "TABLES", "Table", "append
 SCHEMA = "cosim.results"
 """Value of the root attribute ``schema``: marks a file as cosim results."""
 
-SCHEMA_VERSION = 2
-"""Version of the layout written here; readers refuse newer versions and convert version 1
-(docs/results.md)."""
+SCHEMA_VERSION = 3
+"""Version of the layout written here; readers refuse newer versions and convert versions 1
+and 2 (docs/results.md)."""
 
 JSON_PREFIX = "json:"
 """Prefix of the attribute names whose value is JSON text (see `encode_attrs`)."""
@@ -120,7 +120,7 @@ TABLES: tuple[Table, ...] = (
           description="queued jobs from each time on (step function)"),
     Table(name="busy_pes", dtype=BUSY_PES_DTYPE, units=(_N, ""),
           description="busy PEs from each time on (step function); PE utilization = "
-                      "busy_pes / (n_hosts x cores_per_host)"),
+                      "busy_pes / (the cores of the hosts, summed)"),
 )
 """Every table dataset of a run, in file order (the hosts table is built per run)."""
 
@@ -270,23 +270,26 @@ def _hosts_table(run: RunTables) -> np.ndarray:
         raise ValueError(f"run {run.run_id}: {run.n_hosts} hosts, {len(names)} names, "
                          f"{len(run.racks)} racks")
     width = max((len(n) for n in names), default=1) or 1
-    hosts = np.zeros(run.n_hosts, dtype=[("name", f"S{width}"), ("rack", "<i4")])
+    hosts = np.zeros(run.n_hosts, dtype=[("name", f"S{width}"), ("rack", "<i4"),
+                                         ("cores", "<i4")])
     hosts["name"] = names
     hosts["rack"] = run.racks
+    hosts["cores"] = run.host_cores
     return hosts
 
 
 def _write_run(runs: h5py.Group, run: RunTables, chunks: bool) -> None:
     g = runs.create_group(run.run_id, track_order=True)
     g.attrs["n_hosts"] = np.int64(run.n_hosts)
-    g.attrs["cores_per_host"] = np.int64(run.cores_per_host)
+    common = np.unique(run.host_cores)
+    g.attrs["cores_per_host"] = np.int64(common[0] if len(common) == 1 else 0)
     for name, values in (("config", run.config), ("metrics", run.metrics),
                          ("stats", run.stats)):
         encode_attrs(g.create_group(name, track_order=True).attrs, values,
                      where=f"run {run.run_id} {name}")
     d = g.create_dataset("hosts", data=_hosts_table(run), track_times=False)
-    d.attrs["units"] = np.array(("", ""), dtype=h5py.string_dtype())
-    d.attrs["description"] = "one row per host: its name (UTF-8) and rack"
+    d.attrs["units"] = np.array(("", "", ""), dtype=h5py.string_dtype())
+    d.attrs["description"] = "one row per host: its name (UTF-8), rack and cores"
     _put(g, _BY_NAME["jobs"], run.jobs)
     _put(g, _BY_NAME["allocations"], run.allocations)
     _put(g, _BY_NAME["workers"], run.workers)
@@ -583,12 +586,16 @@ def _read_run(g: h5py.Group, path: Path, chunks: bool, version: int = SCHEMA_VER
               ) -> RunTables:
     n_hosts = _int_attr(g, "n_hosts", path)
     hosts = g.get("hosts")
-    if not isinstance(hosts, h5py.Dataset) or hosts.dtype.names != ("name", "rack"):
-        raise InputError(f"missing dataset {g.name}/hosts (name, rack)", file=path)
+    fields = ("name", "rack") + (("cores",) if version >= 3 else ())
+    if not isinstance(hosts, h5py.Dataset) or hosts.dtype.names != fields:
+        raise InputError(f"missing dataset {g.name}/hosts ({', '.join(fields)})", file=path)
     h = hosts[()]
     if len(h) != n_hosts:
         raise InputError(f"{g.name}/hosts has {len(h)} rows for n_hosts = {n_hosts}",
                          file=path)
+    # versions 1 and 2 had equal hosts, their cores in the attribute
+    cores = (h["cores"].astype(np.int32) if version >= 3 else
+             np.full(n_hosts, _int_attr(g, "cores_per_host", path), dtype=np.int32))
     try:
         names = tuple(n.decode("utf-8") for n in h["name"])
     except UnicodeDecodeError:
@@ -607,7 +614,7 @@ def _read_run(g: h5py.Group, path: Path, chunks: bool, version: int = SCHEMA_VER
         run_id=g.name.rsplit("/", 1)[-1],
         config=_attrs(g, "config", path), metrics=_attrs(g, "metrics", path),
         stats=_attrs(g, "stats", path), n_hosts=n_hosts,
-        cores_per_host=_int_attr(g, "cores_per_host", path), host_names=names,
+        host_cores=cores, host_names=names,
         racks=h["rack"].astype(np.int32), **tables,
         chunks=_table(g, chunk_table.name, chunk_table.dtype, path) if has_chunks else None,
     )
@@ -621,8 +628,9 @@ def read_results(path: str | os.PathLike[str], *, chunks: bool = True) -> list[R
     skips the chunk tables (often most of the file) and gives ``chunks=None``. The step
     series are not read (`cosim.output.tables.step_series` recomputes them). A schema
     version 1 file is converted (docs/results.md): its jobs get the version 2 columns (every
-    job rigid, never resized) and its allocations become an allocation log. Any problem of
-    the file is an `InputError` naming it.
+    job rigid, never resized) and its allocations become an allocation log; the hosts of a
+    version 1 or 2 file get their cores from ``cores_per_host``. Any problem of the file is
+    an `InputError` naming it.
     """
     out = []
     with _open(path) as (f, p):

@@ -33,7 +33,8 @@ from cosim.bls.alloclog import YIELDED
 from cosim.output.tables import busy_host_series, busy_rows
 from cosim.workload.jobs import JobOutcome
 
-__all__ = ["makespan", "utilization", "occupancy", "esp_efficiency", "pe_utilization", "mean_wait", "mean_response",
+__all__ = ["makespan", "utilization", "occupancy", "esp_efficiency", "pe_utilization", "machine_pes",
+           "mean_wait", "mean_response",
            "mean_slowdown", "mean_bounded_slowdown", "loss_of_capacity", "fair_starts",
            "unfair_jobs", "summary", "BSLD_THRESHOLD_S"]
 
@@ -171,11 +172,13 @@ def esp_efficiency(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     return host_s / n_hosts / elapsed
 
 
-def pe_utilization(outcomes: Sequence[JobOutcome], n_hosts: int, cores_per_host: int, *,
+def pe_utilization(outcomes: Sequence[JobOutcome], n_hosts: int,
+                   cores_per_host: int | Sequence[int], *,
                    allocations: np.ndarray | None = None) -> float:
     """PE utilization: PE-time used over the machine's PE-time.
 
-    ``U_PE = sum_j P_j / (C N (max_j e_j - min_j b_j))`` with P_j the PE-time job j used
+    ``U_PE = sum_j P_j / (C (max_j e_j - min_j b_j))`` with C the machine's PEs (`n_hosts` x
+    `cores_per_host`, or the sum of per-host counts) and P_j the PE-time job j used
     (`JobOutcome.pe_ticks`: its PEs x time over its allocation as resizes changed it, yielded
     idle tails excluded) — the PE-level counterpart of `utilization`, over the same window.
     With `allocations`, P_j is summed from the log's busy rows (hosts x pes x (end - start)),
@@ -191,7 +194,17 @@ def pe_utilization(outcomes: Sequence[JobOutcome], n_hosts: int, cores_per_host:
         used = _dot(b["hosts"].astype(np.int64) * b["pes"], b["end"] - b["start"])
     else:
         used = sum(o.pe_ticks for o in ran)
-    return used / (n_hosts * cores_per_host * span)
+    return used / (machine_pes(n_hosts, cores_per_host) * span)
+
+
+def machine_pes(n_hosts: int, cores_per_host: int | Sequence[int]) -> int:
+    """The PEs of `n_hosts` hosts of `cores_per_host` cores: one count for every host, or
+    one per host."""
+    if isinstance(cores_per_host, int | np.integer):
+        return n_hosts * int(cores_per_host)
+    if len(cores_per_host) != n_hosts:
+        raise ValueError(f"{len(cores_per_host)} core counts for {n_hosts} hosts")
+    return int(sum(cores_per_host))
 
 
 def mean_wait(outcomes: Sequence[JobOutcome]) -> float:
@@ -358,7 +371,7 @@ def unfair_jobs(outcomes: Sequence[JobOutcome], n_hosts: int) -> int:
 
 
 def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
-            cores_per_host: int | None = None,
+            cores_per_host: int | Sequence[int] | None = None,
             allocations: np.ndarray | None = None) -> dict[str, Any]:
     """All metrics of one simulation, for the JSON summary and results files.
 
@@ -369,8 +382,8 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     ``lends`` (hosts lent, in total: each owner's host counted once, at its first lend),
     ``shrinks`` and ``expands`` (resize commands obeyed, in total), ``resized_jobs`` (jobs
     shrunk or expanded at least once) and ``pe_utilization`` (`pe_utilization`; None when
-    `cores_per_host` is not given). `allocations`, the run's allocation log, makes
-    ``utilization`` and ``loss_of_capacity`` right for runs with resizes or shared hosts
+    `cores_per_host`, one count or one per host, is not given). `allocations`, the run's
+    allocation log, makes ``utilization`` and ``loss_of_capacity`` right for runs with resizes or shared hosts
     (the same values for the others); ``unfair_jobs`` replays each job on every host it
     ever used.
     """

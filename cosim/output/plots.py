@@ -347,22 +347,24 @@ class _Bars:
         return _rects(self.y0, self.y1, self.x0, self.x1)
 
 
-def _bars(a: np.ndarray, cores: int, half: float, apart: bool, pe_lanes: bool,
+def _bars(a: np.ndarray, cores: np.ndarray, half: float, apart: bool, pe_lanes: bool,
           origin: int, scale: float) -> _Bars:
     """The rectangles of the allocation rows `a` (see `plot_gantt`). A row is one rectangle
     over its hosts' lanes, or one per host when lanes have gaps between them (`apart`) or
     when a PE-level row holds part of each host's cores; with `pe_lanes`, a row covers the
-    share of each lane of its cores (core .. core + pes - 1 of ``cores``)."""
+    share of each lane of its cores (core .. core + pes - 1 of the host's, ``cores[host]``;
+    PE-level rows are on equal hosts, so a row's first host stands for all)."""
     n = a["hosts"].astype(np.int64)
-    split = np.full(len(a), apart) | (pe_lanes & (a["pes"] < cores) & (n > 1))
+    split = np.full(len(a), apart) | (pe_lanes & (a["pes"] < cores[a["host"]]) & (n > 1))
     reps = np.where(split, n, 1)
     row = np.repeat(np.arange(len(a)), reps)
     offset = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
     first = a["host"][row].astype(np.float64) + offset
     last = np.where(split[row], first, a["host"][row] + n[row] - 1.0)
     if pe_lanes:
-        lo = a["core"][row] / cores
-        hi = (a["core"][row] + a["pes"][row]) / cores
+        k = cores[a["host"][row]]
+        lo = a["core"][row] / k
+        hi = (a["core"][row] + a["pes"][row]) / k
     else:
         lo, hi = np.zeros(len(row)), np.ones(len(row))
     return _Bars(row=row, job=a["job"][row],
@@ -420,7 +422,7 @@ def _gantt_figure(tables: RunTables) -> Figure:
     t = tables
     a = t.allocations
     n_hosts = max(t.n_hosts, 1)
-    cores = max(t.cores_per_host, 1)
+    cores = np.maximum(t.host_cores, 1)
     origin = _origin([t])
     unit, sym = _time_unit(max(t.horizon - origin, 0) / TICKS_PER_SECOND)
     scale = TICKS_PER_SECOND * unit

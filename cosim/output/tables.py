@@ -78,7 +78,8 @@ class RunTables:
 
     run_id: the run's name in ``results.h5``. config: the run's options (JSON-able scalars).
     metrics, stats: the summary's metrics and the simulation statistics. racks: the rack of
-    each of the ``n_hosts`` hosts; host_names: their names.
+    each of the ``n_hosts`` hosts; host_names: their names; host_cores: their core counts
+    (PEs are numbered host-major: `pe_offset`).
     """
 
     run_id: str
@@ -86,13 +87,35 @@ class RunTables:
     metrics: Mapping[str, Any]
     stats: Mapping[str, Any]
     n_hosts: int
-    cores_per_host: int
+    host_cores: np.ndarray
     host_names: tuple[str, ...]
     racks: np.ndarray
     jobs: np.ndarray
     allocations: np.ndarray
     workers: np.ndarray
     chunks: np.ndarray | None = field(default=None)
+
+    @property
+    def cores_per_host(self) -> int:
+        """The core count of every host; ValueError when the hosts differ (`host_cores`)."""
+        counts = np.unique(self.host_cores)
+        if len(counts) != 1:
+            raise ValueError(f"run {self.run_id}: hosts have {counts.min()} to {counts.max()} "
+                             "cores (read host_cores)")
+        return int(counts[0])
+
+    @property
+    def n_pes(self) -> int:
+        """The PEs of the hosts the run used."""
+        return int(self.host_cores.sum())
+
+    @property
+    def pe_offset(self) -> np.ndarray:
+        """The global index of each host's core 0, and `n_pes` last (``n_hosts + 1`` values):
+        PE ``pe_offset[host] + core``."""
+        out = np.zeros(self.n_hosts + 1, dtype=np.int64)
+        np.cumsum(self.host_cores, out=out[1:])
+        return out
 
     @property
     def horizon(self) -> int:
@@ -312,7 +335,6 @@ def build_tables(
         resizes.
     """
     loops = loops or {}
-    cores = platform.hosts[0].cores
     ids = np.fromiter((o.job.id for o in outcomes), dtype=np.int64, count=len(outcomes))
     order = np.argsort(ids, kind="stable")
     outs = [outcomes[i] for i in order.tolist()]
@@ -335,7 +357,8 @@ def build_tables(
              else _check_log(allocations))
     return RunTables(
         run_id=run_id, config=dict(config), metrics=dict(metrics), stats=dict(stats),
-        n_hosts=n_hosts, cores_per_host=cores,
+        n_hosts=n_hosts,
+        host_cores=np.array([h.cores for h in platform.hosts[:n_hosts]], dtype=np.int32),
         host_names=tuple(h.name for h in platform.hosts[:n_hosts]),
         racks=np.array([h.rack for h in platform.hosts[:n_hosts]], dtype=np.int32),
         jobs=_jobs_table(outs, technique, imbalance),

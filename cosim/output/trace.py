@@ -1,7 +1,7 @@
 """A run's OTF2 trace for Vampir, made from its `RunTables` (DESIGN §9, docs/reference/otf2.md).
 
 Rows: one process (LocationGroup + CPU_THREAD Location) per PE, created first in global PE
-order (host x cores_per_host + core), so location id = group id = MPI rank, under a system tree
+order (host by host, core by core: `RunTables.pe_offset`), so location id = group id = MPI rank, under a system tree
 cluster -> rack -> node; then a ``batch system`` process with a ``scheduler`` row (ProgramBegin
 at tick 0, ProgramEnd at the horizon) and a ``cluster metrics`` METRIC location carrying one
 sample per change of utilization (busy hosts / hosts, a double), busy hosts, running and
@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
@@ -227,8 +228,8 @@ class _Builder:
         self.t = tables
         self.full = full
         self.comm = comm
-        self.cores = tables.cores_per_host
-        self.n_pes = tables.n_hosts * self.cores
+        self.first = tables.pe_offset.tolist()  # global index of each host's core 0
+        self.n_pes = tables.n_pes
         self.horizon = tables.horizon
         self.n_job_regions = self.n_chunks = self.n_messages = self.n_samples = 0
         self.n_resizes = 0
@@ -257,7 +258,7 @@ class _Builder:
         groups = [d.location_group(f"{t.host_names[h]} PE{c}",
                                    location_group_type=LocationGroupType.PROCESS,
                                    system_tree_parent=nodes[h])
-                  for h in range(t.n_hosts) for c in range(self.cores)]
+                  for h in range(t.n_hosts) for c in range(int(t.host_cores[h]))]
         batch = d.location_group("batch system", location_group_type=LocationGroupType.PROCESS,
                                  system_tree_parent=root)
         self.pe_locs = [d.location(g.name, type=LocationType.CPU_THREAD, group=g)
@@ -389,8 +390,8 @@ class _Builder:
             for h in range(h0, h0 + n):
                 by_host[h].append((r, c0, c0 + k))
         for h in range(self.t.n_hosts):
-            for c in range(self.cores):
-                pe = h * self.cores + c
+            for c in range(int(self.t.host_cores[h])):
+                pe = self.first[h] + c
                 mine = [r for r, lo, hi in by_host[h] if lo <= c < hi]
                 # worker streams are built here, one PE at a time, and written and closed
                 # with it: memory (events, libotf2's buffers) stays bounded by one row
@@ -420,7 +421,7 @@ class _Builder:
             return
         times = np.unique(np.concatenate([[0, self.horizon], s["busy_pes"][0]]))
         times = times[times <= self.horizon]
-        n_pes = n * self.cores
+        n_pes = self.n_pes
         prev = None
         for tick, v in zip(times.tolist(), _at(s["busy_pes"], times), strict=True):
             if v == prev and tick != self.horizon:
@@ -451,7 +452,8 @@ class _Builder:
                 pe = app.pe_of[0]
             else:  # the master: the first PE of the start allocation
                 first = rows[rows["start"] == rows["start"].min()]
-                pe = int((first["host"].astype(np.int64) * self.cores + first["core"]).min())
+                pe = min(self.first[h] + c for h, c in zip(
+                    first["host"].tolist(), first["core"].tolist(), strict=True))
             times, pes = _pe_steps(rows)
             prev = 0
             for t, v in zip(times.tolist(), pes.tolist(), strict=True):
@@ -505,7 +507,7 @@ class _Builder:
             start, end = int(j["start"]), int(j["end"])
             pe_of, done = ww["pe"].tolist(), ww["done"].tolist()
             spans = _busy_spans(b[np.searchsorted(b["job"], jid, side="left"):
-                                  np.searchsorted(b["job"], jid, side="right")], self.cores)
+                                  np.searchsorted(b["job"], jid, side="right")], self.first)
             rank_start, busy_end = [], []
             for p, d, c in zip(pe_of, done, chunks, strict=True):
                 a0, b0 = _span_of(spans.get(p, ()), c[0][2] if c else d, start)
@@ -744,16 +746,16 @@ def _pe_steps(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return times, np.cumsum(delta)
 
 
-def _busy_spans(rows: np.ndarray, cores: int) -> dict[int, list[tuple[int, int]]]:
+def _busy_spans(rows: np.ndarray, first: Sequence[int]) -> dict[int, list[tuple[int, int]]]:
     """Global PE -> the intervals during which the job computed there (its busy rows on the
-    PE, touching ones merged), in time order."""
+    PE, touching ones merged), in time order; `first`: each host's first global PE."""
     per: dict[int, list[tuple[int, int]]] = {}
     for h0, n, c0, k, a, b in zip(rows["host"].tolist(), rows["hosts"].tolist(),
                                   rows["core"].tolist(), rows["pes"].tolist(),
                                   rows["start"].tolist(), rows["end"].tolist(), strict=True):
         for h in range(h0, h0 + n):
             for c in range(c0, c0 + k):
-                per.setdefault(h * cores + c, []).append((a, b))
+                per.setdefault(first[h] + c, []).append((a, b))
     out = {}
     for pe, ivs in per.items():
         ivs.sort()

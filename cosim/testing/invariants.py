@@ -1,7 +1,7 @@
 """Invariant checkers of finished simulations, shared by the tests of every policy.
 
 `check_allocations` reads a run's allocation log (AC10 of the malleability spec): no PE has
-two users at any instant (so no host holds more PEs than it has cores), a running job holds
+two users at any instant and no row goes past its hosts' cores, a running job holds
 between its minimum and maximum PEs, and the PE-time of each job's rows equals the
 `pe_ticks` of its outcome; its rows span exactly its start to its end. `check_state_caches`
 recomputes from scratch what a `cosim.bls.state.ClusterState` keeps incrementally or lazily
@@ -11,6 +11,7 @@ jobs) and compares.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,16 +19,21 @@ import numpy as np
 __all__ = ["check_allocations", "check_state_caches"]
 
 
-def check_allocations(res: Any, *, n_pes: int, cores: int) -> None:
-    """AC10 on the allocation log: per tick no PE has two users; a job holds between its min
+def check_allocations(res: Any, *, n_pes: int, cores: int | Sequence[int]) -> None:
+    """AC10 on the allocation log: per tick no PE has two users; a row stays within its
+    hosts' cores (`cores`: of every host, or one count per host); a job holds between its min
     and max PEs while it runs; every job's PE-time equals its outcome's `pe_ticks`."""
     t = res.allocations
     assert t is not None
+    n_hosts = int(t["host"].max()) + int(t["hosts"].max()) if len(t) else 0
+    per_host = [cores] * n_hosts if isinstance(cores, int) else list(cores)
+    first = np.concatenate(([0], np.cumsum(per_host, dtype=np.int64))).tolist()
     events = []
     for r in t:
         for h in range(int(r["host"]), int(r["host"] + r["hosts"])):
+            assert int(r["core"] + r["pes"]) <= per_host[h], f"host {h} over-booked"
             for c in range(int(r["core"]), int(r["core"] + r["pes"])):
-                events.append((int(r["start"]), int(r["end"]), h * cores + c, int(r["job"])))
+                events.append((int(r["start"]), int(r["end"]), first[h] + c, int(r["job"])))
     by_pe: dict[int, list[tuple[int, int, int]]] = {}
     for s, e, pe, j in events:
         assert 0 <= pe < n_pes and s < e

@@ -33,7 +33,7 @@ field 9 when walltime equals runtime; fields 5 and 8 as they were when pes equal
 every other field from `Job.swf`, or -1 for a job without one (status: 1). So
 ``read_swf(write_jobs_swf(read_swf(x)))`` gives the same jobs, raw fields included. **A
 schedule line** (`write_swf`): wait = start - submit, run time = end - start, allocated
-processors = hosts used x ``cores_per_host`` (the job holds its hosts whole), requested
+processors = the cores of the hosts used (the job holds its hosts whole), requested
 processors = pes, requested time = walltime, status 1 for ``completed`` and 0 (SWF "failed")
 for ``killed`` at its walltime; a ``rejected`` job (never started) is kept, so every job is
 accounted for, as status 5 (cancelled) with wait, run time and allocated processors -1; fields
@@ -330,7 +330,8 @@ def _job_fields(job: Job, exe: int | None) -> list[str]:
     return f
 
 
-def _outcome_fields(out: JobOutcome, exe: int | None, cores_per_host: int) -> list[str]:
+def _outcome_fields(out: JobOutcome, exe: int | None,
+                    cores_per_host: int | Sequence[int]) -> list[str]:
     """The 18 fields of a schedule line (rules in the module docstring)."""
     job = out.job
     if out.status not in _STATUS:
@@ -342,7 +343,8 @@ def _outcome_fields(out: JobOutcome, exe: int | None, cores_per_host: int) -> li
             raise ValueError(f"job {job.id}: inconsistent times submit={job.submit} "
                              f"start={out.start} end={out.end}")
         wait, run = format_ticks(out.start - job.submit), format_ticks(out.end - out.start)
-        alloc = str(len(out.hosts) * cores_per_host)
+        alloc = str(len(out.hosts) * cores_per_host if isinstance(cores_per_host, int)
+                    else sum(cores_per_host[h] for h in out.hosts))
     if exe is None:
         exe = int(_raw(job, 13))
     return [
@@ -398,7 +400,7 @@ def write_jobs_swf(path: str | os.PathLike[str], jobs: Iterable[Job], *,
 
 
 def write_swf(path: str | os.PathLike[str], outcomes: Iterable[JobOutcome], *,
-              header: Header = (), cores_per_host: int = 1,
+              header: Header = (), cores_per_host: int | Sequence[int] = 1,
               prefer_fracs: tuple[float, float] | None = None) -> None:
     """Write a simulated schedule as SWF v2.2, one line per job outcome.
 
@@ -415,7 +417,8 @@ def write_swf(path: str | os.PathLike[str], outcomes: Iterable[JobOutcome], *,
         ``MaxRecords`` and ``CosimApp`` are set by the writer, and a ``Note`` stating the
         conventions of the file is appended.
     cores_per_host:
-        PEs per host, for the allocated-processors field.
+        PEs per host, for the allocated-processors field: one count for every host, or one
+        per host index.
     prefer_fracs:
         As for `write_jobs_swf`.
 
