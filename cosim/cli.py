@@ -180,6 +180,16 @@ def build_parser(listing: bool = False) -> argparse.ArgumentParser:
                      help="app-model parameter for every co-simulated job (repeatable)")
     run.add_argument("--quantum", type=float, default=0.0, metavar="S",
                      help="scheduling quantum in seconds (0 = every event, the default)")
+    run.add_argument("--bf", type=float, default=None, metavar="BF",
+                     help="--priority metric-aware: the balance factor in [0, 1] between the "
+                     "wait score and the walltime score (1 = FCFS order, 0 = SJF; default 1)")
+    run.add_argument("--window", type=int, default=1, metavar="W",
+                     help="window-based allocation: try every order of the first W queued "
+                     "jobs (1..6) and let the backfill policy plan the one with the "
+                     "smallest predicted makespan (default 1: none)")
+    run.add_argument("--makespan-cap", type=float, default=None, metavar="S",
+                     help="--window: keep the queue order unless some order is predicted "
+                     "to end within S seconds (Cobalt's 100000; default none)")
     run.add_argument("--bf-interval", type=float, default=0.0, metavar="S",
                      help="Slurm's bf_interval: backfill only at multiples of S seconds, the "
                      "FCFS part at every event (0 = backfill at every event, the default)")
@@ -396,7 +406,9 @@ def _run_options(args: argparse.Namespace, workload: str):
         exclusion_ok=args.exclusion_ok, max_slowdown=args.max_slowdown,
         exclusion_max_short=args.exclusion_max_short,
         app_overrides=parse_pairs(args.app_overrides, option="app-overrides"),
-        quantum_s=args.quantum, bf_interval_s=args.bf_interval, seed=args.seed, out=args.out, malleable=args.malleable,
+        quantum_s=args.quantum, bf_interval_s=args.bf_interval, bf=args.bf,
+        window=args.window, makespan_cap_s=args.makespan_cap, seed=args.seed, out=args.out,
+        malleable=args.malleable,
         malleable_params=_sd_pairs(args),
         malleable_fraction=args.malleable_fraction, min_frac=args.min_frac,
         max_frac=args.max_frac,

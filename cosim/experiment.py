@@ -58,6 +58,9 @@ class RunOptions:
     app_overrides: Mapping[str, str] = field(default_factory=dict)
     quantum_s: float = 0.0
     bf_interval_s: float = 0.0
+    bf: float | None = None
+    window: int = 1
+    makespan_cap_s: float | None = None
     malleable: str = "none"
     malleable_params: Mapping[str, str] = field(default_factory=dict)
     malleable_fraction: float | None = None
@@ -142,6 +145,11 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
         problem = duration_problem(value)
         if problem:
             raise InputError(f"{name} {problem}", field=field_name)
+    if opt.makespan_cap_s is not None:
+        problem = duration_problem(opt.makespan_cap_s)
+        if problem or opt.makespan_cap_s <= 0:
+            raise InputError(f"the makespan cap {problem or 'must be > 0'}",
+                             field="makespan-cap")
     quantum, bf_interval = to_ticks(opt.quantum_s), to_ticks(opt.bf_interval_s)
     if quantum and bf_interval % quantum:
         raise InputError(f"the backfill interval ({opt.bf_interval_s:g} s) must be a multiple "
@@ -195,7 +203,9 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                         rca=opt.rca != "off", exclusion=opt.rca == "full",
                         exclusion_max_short=opt.exclusion_max_short,
                         malleable=opt.malleable, malleable_params=dict(opt.malleable_params),
-                        bf_interval=bf_interval)
+                        bf_interval=bf_interval, bf=opt.bf, window=opt.window,
+                        makespan_cap=None if opt.makespan_cap_s is None
+                        else to_ticks(opt.makespan_cap_s))
     check_machine(batch, [h.cores for h in platform.hosts[:n_hosts]])
     if opt.malleable_fraction is not None:
         from cosim.workload.marking import mark_malleable
@@ -323,6 +333,8 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
         "hosts": p.n_hosts,
         "batch": opt.batch,
         "priority": opt.priority,
+        "bf": p.batch.bf,
+        "window": p.batch.window,
         "selection": opt.selection,
         "walltime_kill": opt.walltime_kill,
         "technique": p.als.technique.name if p.coupled else None,

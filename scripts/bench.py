@@ -172,6 +172,26 @@ def _kth(repeat):
     return rows
 
 
+@bench("metric-aware: KTH-SP2 (28,475 jobs, 100 hosts) under EASY, the balanced priority "
+       "ranked at every pass and the window search (targets: W = 1 <= 3x FCFS+EASY; W = 5 "
+       "<= 10x and < 30 s)")
+def _metric_aware(repeat):
+    from cosim.paths import TRACES_DIR
+    from cosim.workload.swf import read_swf
+
+    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    base, _ = batch_rate(w.jobs, 100, "easy", repeat)
+    rows = [("fcfs + easy wall", base, "s", None)]
+    for bf, window, target in ((0.5, 1, 3.0), (0.5, 4, None), (0.5, 5, 10.0)):
+        wall, _ = batch_rate(w.jobs, 100, "easy", repeat, priority="metric-aware", bf=bf,
+                             window=window)
+        rows.append((f"metric-aware bf={bf} W={window} wall", wall, "s",
+                     30.0 if window == 5 else None))
+        rows.append((f"metric-aware bf={bf} W={window} / fcfs + easy", wall / base, "x",
+                     target))
+    return rows
+
+
 @bench("bls: 200,000 Lublin-like jobs on 5,040 hosts, EASY (target < 60 s)")
 def _big(repeat):
     import numpy as np

@@ -57,16 +57,22 @@ only walltimes (estimates) and the facts it is told.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
 from cosim.bls import policies
 from cosim.bls.policies.base import (
-    DynamicView, Exclude, Expand, PassView, Plan, QueueView, Shrink, Start,
+    DynamicView, Exclude, Expand, PassView, Plan, QueueColumns, QueueView, Shrink, Start,
+    Tunables,
 )
+from cosim.bls.policies.window import WINDOW_MAX
+from cosim.bls.policies.window import plan as window_plan
 from cosim.bls.state import ClusterState
 from cosim.config import build
 from cosim.core.engine import EventQueue
@@ -121,6 +127,15 @@ class BatchConfig:
         `cosim.bls.policies.malleable_names` (``equi``).
     malleable_params:
         Its parameters as ``key=value`` strings (validated against the policy's `Params`).
+    bf:
+        The balance factor of a priority that has one (``metric-aware``: 1 = FCFS, 0 = SJF),
+        in [0, 1]; None: 1 (the `Tunables` default). Refused with a priority without one.
+    window:
+        Window-based allocation (`cosim.bls.policies.window`): the first `window` queued jobs
+        are tried in every order and the backfill policy plans the best; 1 (default) = none,
+        at most `WINDOW_MAX`.
+    makespan_cap:
+        The window search's cap in ticks (Cobalt's 100000 s quirk; None: no cap).
     bf_interval:
         Slurm's ``bf_interval`` in ticks (0, the default: backfill at every pass). When > 0,
         a pass at a tick that is not a multiple of it is the FCFS part only (the ``none``
@@ -142,6 +157,9 @@ class BatchConfig:
     malleable: str = "none"
     malleable_params: Mapping[str, str] = field(default_factory=dict)
     bf_interval: int = 0
+    bf: float | None = None
+    window: int = 1
+    makespan_cap: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.bf_interval, bool) or not isinstance(self.bf_interval, int) \
@@ -171,7 +189,26 @@ class BatchConfig:
                 raise InputError("parameters given but no malleable policy",
                                  field="malleable-param")
         if self.priority_key is None:
-            object.__setattr__(self, "priority", policies.priority(self.priority).name)
+            pol = policies.priority(self.priority)
+            object.__setattr__(self, "priority", pol.name)
+            if self.bf is not None and "bf" not in pol.tunables:
+                raise InputError(f"the priority {pol.name} has no balance factor (use "
+                                 "--priority metric-aware)", field="bf")
+        elif self.bf is not None:
+            raise InputError("a pluggable priority key has no balance factor", field="bf")
+        if self.bf is not None and not (isinstance(self.bf, int | float)
+                                        and 0.0 <= self.bf <= 1.0):
+            raise InputError(f"must be in [0, 1], got {self.bf!r}", field="bf")
+        if isinstance(self.window, bool) or not isinstance(self.window, int) \
+                or not 1 <= self.window <= WINDOW_MAX:
+            raise InputError(f"must be an integer in [1, {WINDOW_MAX}] (the jobs whose order "
+                             f"the window search tries: {WINDOW_MAX}! = 720 orders at most), "
+                             f"got {self.window!r}", field="window")
+        if self.makespan_cap is not None and (isinstance(self.makespan_cap, bool) or not
+                                              isinstance(self.makespan_cap, int)
+                                              or self.makespan_cap <= 0):
+            raise InputError(f"must be a positive number of ticks, got {self.makespan_cap!r}",
+                             field="makespan-cap")
         object.__setattr__(self, "backfill", policies.backfill(self.backfill).name)
         object.__setattr__(self, "selection", policies.selection(self.selection).name)
 
@@ -201,7 +238,16 @@ class BatchScheduler:
         self.config = config
         self.state = ClusterState(cores)
         user_key = config.priority_key
-        self._key = user_key if user_key is not None else policies.priority(config.priority).key
+        order = policies.priority(config.priority) if user_key is None else None
+        self._key = user_key if order is None else order.key
+        # a dynamic order ranks the queue at every pass (`_rerank`) with the tunables in force
+        self._rank = None if order is None else order.rank
+        self.tunables = Tunables(bf=1.0 if config.bf is None else float(config.bf),
+                                 window=config.window)
+        # ... on the queue's columns, kept in queue order; `seq` numbers the jobs as they
+        # are queued, and the jobs queued at the last ranking are those below `_rank_mark`
+        self._qcols = QueueColumns()
+        self._seq = self._rank_mark = 0
         self._plan = policies.backfill(config.backfill).plan
         self._fcfs_plan = policies.backfill("none").plan  # the FCFS part (`bf_interval`)
         self._bf = config.bf_interval
@@ -298,11 +344,17 @@ class BatchScheduler:
                 self.outcomes[job.id] = JobOutcome(job=job, start=None, end=None, hosts=(),
                                                    status="rejected")
                 continue
-            key = (-job.priority, *self._key(job), job.id)
+            if self._rank is None:
+                key = (-job.priority, *self._key(job), job.id)
+            else:  # last of its priority for now; the pass ranks the queue (`_rerank`)
+                key = (-job.priority, math.inf, job.id)
             i = bisect_right(self._qkeys, key)
             self._keys[job.id] = key
             self._qkeys.insert(i, key)
             self._qjobs.insert(i, job)
+            if self._rank is not None:
+                self._qcols.insert(i, job, self._seq)
+                self._seq += 1
             self._qstamp[0] += 1
             walls, keys = self._qindex.setdefault(self._qclass(job), ([], []))
             at = _position(walls, keys, job.walltime, key)
@@ -440,6 +492,8 @@ class BatchScheduler:
             return []
         self._dirty = False
         out: list[Command] = self._start_waiting(now) if self._waiting else []
+        if self._rank is not None and self._qjobs:
+            self._rerank(now)
         if self._qjobs and not self._replaced:
             out += self._pass(now)
         for pol, params in self._dynamics:
@@ -459,12 +513,44 @@ class BatchScheduler:
         out.sort(key=lambda c: c.job_id)
         return out
 
+    def _rerank(self, now: int) -> None:
+        """Order the queue by the dynamic priority at `now`: ``(-priority, *rank, id)``. The
+        keys are replaced only when the order changes; the backfill policy's memo is dropped
+        when the relative order of jobs already queued at the last ranking changed (a job
+        that joined since may land anywhere: conservative backfilling places it itself)."""
+        jobs, q = self._qjobs, self._qcols
+        n = len(jobs)
+        cols = [np.asarray(c) for c in self._rank(now, q, self.tunables)]
+        order = np.lexsort((q.id, *reversed(cols), -q.priority))
+        if (order != np.arange(n)).any():
+            if self._memo is not None:
+                seq = q.seq
+                old = seq < self._rank_mark  # queued at the last ranking
+                if not np.array_equal(seq[old], seq[order][old[order]]):
+                    self._memo = None
+            new = [jobs[i] for i in order.tolist()]
+            rows = [c[order].tolist() for c in cols]
+            keys = [(-j.priority, *(r[k] for r in rows), j.id) for k, j in enumerate(new)]
+            self._qjobs[:] = new
+            self._qkeys[:] = keys
+            q.permute(order)
+            self._keys = {j.id: k for j, k in zip(new, keys, strict=True)}
+            self._qindex.clear()
+            for j, k in zip(new, keys, strict=True):  # in key order: appends stay sorted
+                walls, ks = self._qindex.setdefault(self._qclass(j), ([], []))
+                at = _position(walls, ks, j.walltime, k)
+                walls.insert(at, j.walltime)
+                ks.insert(at, k)
+            self._qstamp[0] += 1
+        self._rank_mark = self._seq
+
     def _pass(self, now: int) -> list[Command]:
         self.passes += 1
         state = self.state
         view = PassView(now=now, n_hosts=state.n_hosts, free=state.free_hosts,
                         queue=QueueView(self._qjobs, self._qstamp),
-                        running=state.running_ends(), memo=self._memo)
+                        running=state.running_ends(), memo=self._memo,
+                        tunables=self.tunables)
         bf = self._bf
         if bf and now % bf:  # between backfill passes: the FCFS part only (BatchConfig)
             plan = self._fcfs_plan(view)
@@ -472,7 +558,9 @@ class BatchScheduler:
                 self._memo = None
             self._wake = (now // bf + 1) * bf if len(plan.starts) < len(view.queue) else None
             return self._apply(plan, now)
-        plan = self._plan(view)
+        window = self.tunables.window
+        plan = (self._plan(view) if window <= 1 else
+                window_plan(view, self._plan, window, self.config.makespan_cap))
         self._memo = plan.memo
         self._wake = plan.wake_at
         first = self.first_reservation
@@ -524,6 +612,8 @@ class BatchScheduler:
             raise ProtocolError(f"plan starts job {job.id}, which is not queued")
         i = bisect_left(self._qkeys, key)
         del self._qkeys[i], self._qjobs[i]
+        if self._rank is not None:
+            self._qcols.delete(i)
         self._qstamp[0] += 1
         cls = self._qclass(job)
         walls, keys = self._qindex[cls]

@@ -21,10 +21,12 @@ from cosim.bls.policies import (
     equipartition,
     fcfs,
     first_fit,
+    metric_aware,
     none,
     rca_exclusion,
     sdpolicy,
     sjf,
+    wfp,
 )
 from cosim.bls.policies.base import (
     BackfillPolicy,
@@ -52,7 +54,8 @@ def _policy_key(name: str) -> str:
 
 # built in, and then the plugins' (entry points, `cosim.plugins`)
 PRIORITIES: Mapping[str, PriorityPolicy] = Registry(
-    "cosim.priority", {m.POLICY.name: m.POLICY for m in (fcfs, sjf)}, kind=PriorityPolicy,
+    "cosim.priority", {m.POLICY.name: m.POLICY for m in (fcfs, sjf, metric_aware, wfp)},
+    kind=PriorityPolicy,
     key=_policy_key, name_of=lambda p: p.name)
 BACKFILLS: Mapping[str, BackfillPolicy] = Registry(
     "cosim.backfill", {m.POLICY.name: m.POLICY for m in (none, easy, conservative)},
@@ -75,7 +78,7 @@ def _lookup(table: Mapping[str, object], name: str, what: str, field: str) -> ob
 
 
 def priority(name: str) -> PriorityPolicy:
-    """The priority policy called `name` (``fcfs``, ``sjf``)."""
+    """The priority policy called `name` (``fcfs``, ``sjf``, ``metric-aware``, ``wfp``)."""
     return _lookup(PRIORITIES, name, "priority policy", "priority")  # type: ignore[return-value]
 
 

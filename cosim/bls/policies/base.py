@@ -3,7 +3,10 @@ return (`Plan`, made of decisions).
 
 Policies are pure (DESIGN §6, §11). A *priority* policy turns a job into a sort key; the
 scheduler orders the queue by ``(-job.priority, *key(job), job.id)`` — priority > 0 jobs (ESP's
-Z jobs) first, the job id last so that no two jobs tie. A *backfill* policy gets a read-only
+Z jobs) first, the job id last so that no two jobs tie. A *dynamic* priority policy (one with
+`PriorityPolicy.rank`, e.g. metric-aware) ranks the whole queue at every pass instead, from
+the time and the `Tunables` in force (the balance factor BF, the window W), which the
+scheduler keeps and its tuner may change (`cosim.bls.tuning`). A *backfill* policy gets a read-only
 `PassView` of one scheduling pass and returns a `Plan`: the jobs to start now, in the order
 the scheduler must start them, the reservations it made, and an opaque `memo` the scheduler
 hands back unchanged at the next pass (conservative backfilling keeps its schedule there). A
@@ -34,7 +37,7 @@ import numpy as np
 from cosim.core.indexset import IndexSet
 from cosim.workload.jobs import Job
 
-__all__ = ["PassView", "QueueView", "Plan", "PriorityPolicy", "BackfillPolicy", "SelectionPolicy",
+__all__ = ["PassView", "QueueView", "QueueColumns", "Plan", "PriorityPolicy", "Tunables", "BackfillPolicy", "SelectionPolicy",
            "DynamicPolicy", "DynamicView", "ClusterView", "Start", "Shrink", "Expand",
            "Exclude", "NoParams", "expected_end", "overran"]
 
@@ -87,6 +90,75 @@ class QueueView(Sequence[Job]):
         return f"QueueView({len(self._jobs)} jobs)"
 
 
+class QueueColumns:
+    """The queued jobs' numbers as int64 arrays in queue order, for a dynamic priority's
+    `rank`: ``submit``, ``walltime`` (ticks), ``hosts``, ``priority``, ``id`` and ``seq`` (the
+    order in which the jobs were queued). Kept by the scheduler as the queue changes (one
+    shift of the arrays per job queued or started); the properties are read-only views,
+    valid until the queue changes."""
+
+    FIELDS = ("submit", "walltime", "hosts", "priority", "id", "seq")
+    __slots__ = ("_buf", "n")
+
+    def __init__(self, capacity: int = 64) -> None:
+        self._buf = np.zeros((len(self.FIELDS), max(capacity, 1)), dtype=np.int64)
+        self.n = 0
+
+    @classmethod
+    def of(cls, jobs: Sequence[Job]) -> QueueColumns:
+        """Columns of `jobs` in that order (seq = position)."""
+        out = cls(len(jobs))
+        for i, job in enumerate(jobs):
+            out.insert(i, job, i)
+        return out
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _col(self, k: int) -> np.ndarray:
+        view = self._buf[k, :self.n]
+        view.flags.writeable = False
+        return view
+
+    submit = property(lambda self: self._col(0))
+    walltime = property(lambda self: self._col(1))
+    hosts = property(lambda self: self._col(2))
+    priority = property(lambda self: self._col(3))
+    id = property(lambda self: self._col(4))
+    seq = property(lambda self: self._col(5))
+
+    def insert(self, i: int, job: Job, seq: int) -> None:
+        """Queue `job` at position `i`."""
+        n, b = self.n, self._buf
+        if n == b.shape[1]:
+            self._buf = b = np.concatenate((b, np.zeros_like(b)), axis=1)
+        if i < n:
+            b[:, i + 1:n + 1] = b[:, i:n]
+        b[:, i] = (job.submit, job.walltime, job.hosts, job.priority, job.id, seq)
+        self.n = n + 1
+
+    def delete(self, i: int) -> None:
+        """Remove the job at position `i`."""
+        n, b = self.n, self._buf
+        if i < n - 1:
+            b[:, i:n - 1] = b[:, i + 1:n]
+        self.n = n - 1
+
+    def permute(self, order: np.ndarray) -> None:
+        """Reorder: position k gets the job at ``order[k]``."""
+        self._buf[:, :self.n] = self._buf[:, order]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tunables:
+    """The scheduler's tunables in force (metric-aware scheduling, Tang et al.): `bf`, the
+    balance factor of the balanced priority (1: FCFS, 0: SJF), and `window`, the number of
+    queue-head jobs whose order the window search may change (1: none)."""
+
+    bf: float = 1.0
+    window: int = 1
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PassView:
     """What a backfill policy sees of one scheduling pass (read-only).
@@ -109,6 +181,8 @@ class PassView:
         so that `free` plus every job's hosts is the machine.
     memo:
         What the policy returned as `Plan.memo` at the previous pass (None at the first).
+    tunables:
+        The tunables in force (`Tunables`).
     """
 
     now: int
@@ -117,6 +191,7 @@ class PassView:
     queue: Sequence[Job]
     running: tuple[tuple[int, int, int, int], ...]
     memo: Any = None
+    tunables: Tunables = Tunables()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,11 +277,19 @@ class Plan:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PriorityPolicy:
-    """A queue order: ``key(job)`` sorts ascending after ``-job.priority``; the id ends it."""
+    """A queue order: ``key(job)`` sorts ascending after ``-job.priority``; the id ends it.
+
+    A dynamic order also has ``rank(now, columns, tunables)``: from the queue's
+    `QueueColumns`, the columns of the sort key of every queued job at `now` (numpy arrays,
+    one value per job, most significant first; ascending), recomputed at every pass (`key`
+    is then unused). `tunables` names the `Tunables` fields the order reads (``{"bf"}``):
+    options setting others are refused."""
 
     name: str
     summary: str
     key: Callable[[Job], tuple[Any, ...]]
+    rank: Callable[[int, QueueColumns, Tunables], tuple[np.ndarray, ...]] | None = None
+    tunables: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,236 @@
+"""Metric-aware scheduling (Tang et al.; docs/reference/policies.md §1, checks §4.2): the
+balanced priority ranked at every pass, WFP, and window-based allocation.
+
+MA-1/MA-2: BF = 1 is FCFS and BF = 0 is SJF, start for start, under every backfill policy on
+real traces; MA-3: the hand queue; MA-4: the window's worked example; MA-5: the window search
+against brute force on random queues and profiles, and no over-booking on random workloads.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cosim.bls import BatchConfig, BatchScheduler, policies, simulate_batch
+from cosim.bls.policies import metric_aware, wfp, window
+from cosim.bls.policies.base import PassView, QueueColumns, Tunables
+from cosim.bls.profile import Profile
+from cosim.cli import main
+from cosim.errors import InputError
+from cosim.paths import TRACES_DIR
+from cosim.testing.invariants import check_allocations
+from cosim.workload.jobs import Job
+from cosim.workload.swf import read_swf
+
+S = 1_000_000_000
+
+
+def job(i, submit, hosts, wall, run=None, priority=0):
+    return Job(id=i, submit=submit * S, hosts=hosts, pes=hosts, walltime=wall * S,
+               runtime=(wall if run is None else run) * S, priority=priority)
+
+
+# -- MA-1, MA-2: the two ends of the scale --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def traces():
+    """The first 4,000 jobs of KTH-SP2 (100 nodes) and of the Lublin trace (256 nodes): long
+    queues (Lublin is oversubscribed), every kind of tie in submit time and walltime."""
+    out = {}
+    for name, hosts in (("KTH-SP2-1996-2.1-cln.swf.gz", 100), ("lublin_256.swf.gz", 256)):
+        w = read_swf(TRACES_DIR / name, max_hosts=hosts)
+        out[name] = (w.jobs[:4000], hosts)
+    return out
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy", "conservative"])
+@pytest.mark.parametrize("bf, same_as", [(1.0, "fcfs"), (0.0, "sjf")])
+def test_bf_one_is_fcfs_and_bf_zero_is_sjf(traces, backfill, bf, same_as):
+    for jobs, hosts in traces.values():
+        ref = simulate_batch(jobs, n_hosts=hosts,
+                             config=BatchConfig(priority=same_as, backfill=backfill))
+        got = simulate_batch(jobs, n_hosts=hosts, config=BatchConfig(
+            priority="metric-aware", bf=bf, backfill=backfill))
+        assert [(o.start, o.hosts) for o in got.outcomes] == \
+            [(o.start, o.hosts) for o in ref.outcomes]
+        if backfill == "conservative":  # the schedule kept (order unchanged): same promises
+            assert got.first_reservation == ref.first_reservation
+
+
+def test_between_the_ends_the_order_differs(traces):
+    jobs, hosts = traces["KTH-SP2-1996-2.1-cln.swf.gz"]
+    runs = {bf: simulate_batch(jobs, n_hosts=hosts, config=BatchConfig(
+        priority="metric-aware", bf=bf)) for bf in (1.0, 0.5, 0.0)}
+    starts = {bf: [o.start for o in r.outcomes] for bf, r in runs.items()}
+    assert starts[0.5] != starts[1.0] and starts[0.5] != starts[0.0]
+
+
+# -- MA-3: the hand queue -------------------------------------------------------------------
+
+def _queue_at_100(bf):
+    """One host busy until 1000 s (job 9, priority 1); jobs 1, 2, 3 submitted at 100, 50, 0 s with walltimes
+    100, 200, 300 s: the queue order of the pass at 100 s."""
+    sched = BatchScheduler(cores=[1], config=BatchConfig(priority="metric-aware", bf=bf))
+    sched.submit([job(9, 0, 1, 1000, priority=1), job(3, 0, 1, 300)], 0)  # 9 goes first
+    sched.schedule(0)
+    sched.submit([job(2, 50, 1, 200)], 50 * S)
+    sched.schedule(50 * S)
+    sched.submit([job(1, 100, 1, 100)], 100 * S)
+    sched.schedule(100 * S)
+    return [j.id for j in sched.queue]
+
+
+def test_the_hand_queue():
+    cols = QueueColumns.of([job(1, 100, 1, 100), job(2, 50, 1, 200), job(3, 0, 1, 300)])
+    assert metric_aware.scores(100 * S, cols, 0.5).tolist() == [50.0, 50.0, 50.0]
+    assert metric_aware.scores(100 * S, cols, 0.75).tolist() == [25.0, 50.0, 75.0]
+    assert metric_aware.scores(100 * S, cols, 0.25).tolist() == [75.0, 50.0, 25.0]
+    assert _queue_at_100(0.5) == [3, 2, 1]  # a tie: by submission
+    assert _queue_at_100(0.75) == [3, 2, 1]
+    assert _queue_at_100(0.25) == [1, 2, 3]
+    assert _queue_at_100(0.0) == [1, 2, 3]  # SJF
+    assert _queue_at_100(1.0) == [3, 2, 1]  # FCFS
+
+
+def test_the_scores_edge_cases_and_wfp():
+    cols = QueueColumns.of([job(1, 10, 2, 100), job(2, 10, 4, 100)])
+    assert metric_aware.scores(10 * S, cols, 0.5).tolist() == [0.0, 0.0]  # no wait, equal walls
+    u, submit = wfp.rank(20 * S, cols, Tunables())
+    assert (-u).tolist() == [(10 / 100) ** 3 * 2, (10 / 100) ** 3 * 4]
+    assert submit.tolist() == [10 * S, 10 * S]
+    # WFP ranks the wide job of equal wait and walltime first
+    sched = BatchScheduler(cores=[1] * 4, config=BatchConfig(priority="wfp"))
+    sched.submit([job(9, 0, 4, 1000, priority=1), job(1, 0, 2, 100), job(2, 0, 4, 100)], 0)
+    sched.schedule(0)
+    sched.submit([job(3, 5, 1, 100)], 5 * S)
+    sched.schedule(5 * S)
+    assert [j.id for j in sched.queue] == [2, 1, 3]
+
+
+# -- MA-4: the window's worked example ------------------------------------------------------
+
+EXAMPLE = [job(1, 0, 2, 10), job(2, 0, 4, 10), job(3, 0, 2, 10)]  # A, B, C on 4 hosts
+
+
+def test_the_window_example():
+    view = PassView(now=0, n_hosts=4, free=4, queue=tuple(EXAMPLE), running=())
+    assert window.best_order(view, 3) == ((0, 2, 1), 20 * S)  # (A, C, B): 20 s, not 30
+    assert window.best_order(view, 1) == ((0,), None)
+    # Cobalt's cap: no order ends within 15 s, the identity stays
+    assert window.best_order(view, 3, makespan_cap=15 * S) == ((0, 1, 2), None)
+    starts = {}
+    for backfill in ("none", "easy"):
+        for w in (1, 3):
+            res = simulate_batch(EXAMPLE, n_hosts=4,
+                                 config=BatchConfig(backfill=backfill, window=w))
+            starts[backfill, w] = {o.job.id: o.start // S for o in res.outcomes}
+    assert starts["none", 1] == {1: 0, 2: 10, 3: 20}  # C blocked behind B
+    assert starts["none", 3] == {1: 0, 2: 10, 3: 0}  # A and C now, B at 10
+    assert starts["easy", 3] == starts["easy", 1] == {1: 0, 2: 10, 3: 0}  # C backfills anyway
+
+
+# -- MA-5: the window search, property tested ------------------------------------------------
+
+def _brute(view, k):
+    """The first order of minimum M among all orders of the window, by enumeration."""
+    now = view.now
+    base = Profile(now, view.free, [(max(e, now + 1), h) for e, _, h, _ in view.running])
+    best = None
+    for perm in itertools.permutations(range(k)):
+        p, after, m = base.copy(), now, now
+        for i in perm:
+            j = view.queue[i]
+            t = p.earliest_fit(j.hosts, j.walltime, after)
+            p.reserve(t, j.walltime, j.hosts)
+            after, m = t, max(m, t + j.walltime)
+        if best is None or m < best[1]:
+            best = (perm, m)
+    return best
+
+
+@st.composite
+def passes(draw):
+    n_hosts = draw(st.integers(1, 8))
+    running = sorted((draw(st.integers(1, 60)), 100 + i, h, 0)
+                     for i, h in enumerate(draw(st.lists(st.integers(1, n_hosts), max_size=4))))
+    taken = sum(h for _, _, h, _ in running)
+    if taken > n_hosts:
+        running, taken = [], 0
+    queue = tuple(job(i + 1, 0, draw(st.integers(1, n_hosts)), draw(st.integers(0, 40)))
+                  for i in range(draw(st.integers(0, 7))))
+    return PassView(now=0, n_hosts=n_hosts, free=n_hosts - taken, queue=queue,
+                    running=tuple(running)), draw(st.integers(1, window.WINDOW_MAX))
+
+
+@settings(max_examples=300, deadline=None)
+@given(passes())
+def test_the_window_search_finds_the_first_best_order(case):
+    view, w = case
+    order, m = window.best_order(view, w)
+    k = min(w, len(view.queue))
+    assert sorted(order) == list(range(k))
+    if k <= 1:
+        assert order == tuple(range(k))
+        return
+    perm, best = _brute(view, k)
+    assert order == perm  # the first order of least M: the identity on ties
+    if m is not None:  # None: no search was needed (the window fits now)
+        assert m == best
+
+
+@st.composite
+def workloads(draw):
+    n_hosts = draw(st.integers(1, 6))
+    jobs = []
+    for i in range(draw(st.integers(1, 14))):
+        run = draw(st.integers(1, 30))
+        jobs.append(job(i + 1, draw(st.integers(0, 30)), draw(st.integers(1, n_hosts)),
+                        run + draw(st.integers(0, 10)), run))
+    return n_hosts, jobs
+
+
+@settings(max_examples=60, deadline=None)
+@given(workloads(), st.sampled_from(sorted(policies.BACKFILLS.builtins)),
+       st.sampled_from(sorted(policies.PRIORITIES.builtins)), st.integers(1, 4))
+def test_windows_never_over_book_and_w1_is_no_window(data, backfill, priority, w):
+    n_hosts, jobs = data
+    cfg = BatchConfig(backfill=backfill, priority=priority, window=w)
+    res = simulate_batch(jobs, n_hosts=n_hosts, config=cfg)
+    assert all(o.status == "completed" for o in res.outcomes)
+    check_allocations(res, n_pes=n_hosts, cores=1)  # no host has two jobs at once
+    if w == 1:
+        plain = simulate_batch(jobs, n_hosts=n_hosts,
+                               config=BatchConfig(backfill=backfill, priority=priority))
+        assert plain.outcomes == res.outcomes
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, problem", [
+    (["--priority", "metric-aware", "--bf", "1.5"], "field bf: must be in [0, 1]"),
+    (["--bf", "0.5"], "the priority fcfs has no balance factor"),
+    (["--window", "0"], "field window: must be an integer in [1, 6]"),
+    (["--window", "9"], "field window: must be an integer in [1, 6]"),
+    (["--window", "2", "--makespan-cap", "-1"], "makespan-cap"),
+])
+def test_bad_options_are_one_line_errors(tmp_path, capsys, argv, problem):
+    swf = tmp_path / "w.swf"
+    swf.write_text("1 0 -1 10 1 -1 -1 1 20 -1 1 -1 -1 -1 -1 -1 -1 -1\n")
+    assert main(["run", "--workload", str(swf), "--out", str(tmp_path / "o"), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and problem in err[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_values_in_the_api():
+    with pytest.raises(InputError, match="bf"):
+        BatchConfig(priority="metric-aware", bf=-0.1)
+    with pytest.raises(InputError, match="window"):
+        BatchConfig(window=True)
+    with pytest.raises(InputError, match="makespan-cap"):
+        BatchConfig(window=2, makespan_cap=0)
+    assert np.isfinite(metric_aware.scores(0, QueueColumns.of([]), 0.5)).all()
