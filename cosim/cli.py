@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cosim.bls import policies
+from cosim.bls.tuning import ADAPTIVE_MODES
 from cosim.core.files import hold_dir
 from cosim.errors import EXIT_INPUT, EXIT_OUTPUT, CosimError, InputError, OutputError
 from cosim.plugins import Choices
@@ -190,6 +191,15 @@ def build_parser(listing: bool = False) -> argparse.ArgumentParser:
     run.add_argument("--makespan-cap", type=float, default=None, metavar="S",
                      help="--window: keep the queue order unless some order is predicted "
                      "to end within S seconds (Cobalt's 100000; default none)")
+    run.add_argument("--adaptive", choices=ADAPTIVE_MODES, default="off",
+                     help="the metric-aware tuner: re-tune BF (bf; needs --priority "
+                     "metric-aware), W (w) or both (2d) every 30 minutes from the queue depth "
+                     "and the utilization (default off)")
+    run.add_argument("--tuner-param", action="append", metavar="K=V", default=[],
+                     help="tuner parameter (repeatable): check_interval_s, bf_levels=1,0.5, "
+                     "q_threshold_min (default: the trailing mean), q_window_s, "
+                     "w_levels=1,4, u_short_s, u_long_s, direction=falling|rising, "
+                     "trigger=level|crossing, pass_at_checkpoint")
     run.add_argument("--bf-interval", type=float, default=0.0, metavar="S",
                      help="Slurm's bf_interval: backfill only at multiples of S seconds, the "
                      "FCFS part at every event (0 = backfill at every event, the default)")
@@ -407,7 +417,9 @@ def _run_options(args: argparse.Namespace, workload: str):
         exclusion_max_short=args.exclusion_max_short,
         app_overrides=parse_pairs(args.app_overrides, option="app-overrides"),
         quantum_s=args.quantum, bf_interval_s=args.bf_interval, bf=args.bf,
-        window=args.window, makespan_cap_s=args.makespan_cap, seed=args.seed, out=args.out,
+        window=args.window, makespan_cap_s=args.makespan_cap, adaptive=args.adaptive,
+        tuner_params=parse_pairs(args.tuner_param, option="tuner-param"), seed=args.seed,
+        out=args.out,
         malleable=args.malleable,
         malleable_params=_sd_pairs(args),
         malleable_fraction=args.malleable_fraction, min_frac=args.min_frac,

@@ -61,6 +61,8 @@ class RunOptions:
     bf: float | None = None
     window: int = 1
     makespan_cap_s: float | None = None
+    adaptive: str = "off"
+    tuner_params: Mapping[str, str] = field(default_factory=dict)
     malleable: str = "none"
     malleable_params: Mapping[str, str] = field(default_factory=dict)
     malleable_fraction: float | None = None
@@ -87,6 +89,7 @@ class RunRecord:
     opt: Any = None
     metrics: dict = field(default_factory=dict)
     allocations: Any = None
+    tuning: tuple = ()
 
     @property
     def host_cores(self) -> tuple[int, ...]:
@@ -205,7 +208,8 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                         malleable=opt.malleable, malleable_params=dict(opt.malleable_params),
                         bf_interval=bf_interval, bf=opt.bf, window=opt.window,
                         makespan_cap=None if opt.makespan_cap_s is None
-                        else to_ticks(opt.makespan_cap_s))
+                        else to_ticks(opt.makespan_cap_s),
+                        adaptive=opt.adaptive, tuner_params=dict(opt.tuner_params))
     check_machine(batch, [h.cores for h in platform.hosts[:n_hosts]])
     if opt.malleable_fraction is not None:
         from cosim.workload.marking import mark_malleable
@@ -335,6 +339,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
         "priority": opt.priority,
         "bf": p.batch.bf,
         "window": p.batch.window,
+        "adaptive": p.batch.adaptive,
         "selection": opt.selection,
         "walltime_kill": opt.walltime_kill,
         "technique": p.als.technique.name if p.coupled else None,
@@ -359,7 +364,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     return RunRecord(summary=summary, outcomes=outcomes, header=w.header,
                      cores_per_host=p.cores_per_host, platform=p.platform, n_hosts=p.n_hosts,
                      loops=dict(result.loops), opt=opt, metrics=metrics,
-                     allocations=result.allocations)
+                     allocations=result.allocations, tuning=result.tuning)
 
 
 def serve_als(run: Prepared, comm: Any, abandoned: Callable[[], bool] | None = None) -> None:
@@ -392,7 +397,8 @@ OUTPUT_ONLY = frozenset(("out", "trace", "plots", "chunks"))
 
 
 #: options whose value is a table of key = value (strings)
-OPTION_MAPPINGS = frozenset(("technique_params", "app_overrides", "malleable_params"))
+OPTION_MAPPINGS = frozenset(("technique_params", "app_overrides", "malleable_params",
+                             "tuner_params"))
 
 
 @functools.cache
@@ -474,7 +480,7 @@ def tables_of(record: RunRecord, run_id: str) -> Any:
     return build_tables(record.outcomes, run_id=run_id, config=config,
                         metrics=record.metrics, stats=stats, platform=record.platform,
                         n_hosts=record.n_hosts, loops=record.loops, technique=technique,
-                        allocations=record.allocations)
+                        allocations=record.allocations, tuning=record.tuning)
 
 
 def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,

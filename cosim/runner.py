@@ -93,7 +93,8 @@ class SimResult:
     outcomes: one `JobOutcome` per job, in job id order. loops: each app-driven job's
     `LoopResult`. first_reservation: job id -> the first reservation it received (EASY: as
     queue head or priority job; conservative: on arrival). allocations: the allocation log
-    (`cosim.bls.alloclog.ALLOC_DTYPE`): every interval of every job's PEs.
+    (`cosim.bls.alloclog.ALLOC_DTYPE`): every interval of every job's PEs. tuning: the
+    tuner's checkpoints (`cosim.bls.tuning.Checkpoint`; empty without ``adaptive``).
     """
 
     outcomes: tuple[JobOutcome, ...]
@@ -101,6 +102,7 @@ class SimResult:
     loops: dict[int, Any] = field(default_factory=dict)
     first_reservation: dict[int, int] = field(default_factory=dict)
     allocations: np.ndarray | None = None
+    tuning: tuple = ()
 
 
 def simulate(
@@ -212,7 +214,8 @@ def simulate(
                      scattered_starts=sched.scattered_starts)
     return SimResult(outcomes=outcomes, stats=stats, loops=dict(totals.loops),
                      first_reservation=dict(sorted(sched.first_reservation.items())),
-                     allocations=sched.state.log.table())
+                     allocations=sched.state.log.table(),
+                     tuning=tuple(sched.tuner.log) if sched.tuner is not None else ())
 
 
 def simulate_batch(jobs: Sequence[Job], *, n_hosts: int, cores_per_host: int = 1,

@@ -234,3 +234,132 @@ def test_bad_values_in_the_api():
     with pytest.raises(InputError, match="makespan-cap"):
         BatchConfig(window=2, makespan_cap=0)
     assert np.isfinite(metric_aware.scores(0, QueueColumns.of([]), 0.5)).all()
+
+
+# -- MA-6: the tuner on a hand-made load pattern ---------------------------------------------
+
+H = 3600  # seconds in an hour
+HOSTS = 10
+
+
+def _load_pattern():
+    """Three days light (a 1-host job of 30 min every hour), three days of overload (a
+    10-host job of 2 h every hour: the queue grows), three days light again; an idle gap of
+    a day before the last job (checkpoints are caught up across it)."""
+    jobs, i = [], 0
+    for hour in range(9 * 24):
+        heavy = 3 * 24 <= hour < 6 * 24
+        i += 1
+        jobs.append(job(i, hour * H, HOSTS if heavy else 1, 2 * H if heavy else H // 2))
+    # the overload drains at about hour 216; the last job comes a day after the drain ends
+    i += 1
+    jobs.append(job(i, 12 * 24 * H, 1, H // 2))
+    return jobs
+
+
+def _oracle(result, t, period):
+    """Q (minutes) and the utilization over [t - period, t] from the outcomes alone."""
+    q = sum(t - o.job.submit for o in result.outcomes
+            if o.job.submit < t <= o.start) / (60 * S)
+    busy = sum(len(o.hosts) * max(0, min(o.end, t) - max(o.start, t - period))
+               for o in result.outcomes)
+    return q, busy / (period * HOSTS)
+
+
+def _tuned(adaptive, **params):
+    cfg = BatchConfig(priority="metric-aware", adaptive=adaptive,
+                      tuner_params={k: str(v) for k, v in params.items()})
+    return simulate_batch(_load_pattern(), n_hosts=HOSTS, config=cfg)
+
+
+def test_tuner_checkpoints_and_what_they_measure():
+    res = _tuned("2d")
+    log = res.tuning
+    times = [c.time for c in log]
+    assert times == [(k + 1) * 1800 * S for k in range(len(log))]  # t0 = 0, no gap
+    assert times[-1] <= max(o.end for o in res.outcomes) < times[-1] + 1800 * S
+    for c in log:
+        q, u_short = _oracle(res, c.time, 36000 * S)
+        _, u_long = _oracle(res, c.time, 86400 * S)
+        assert (c.queue_depth_min, c.u_short, c.u_long) == (q, u_short, u_long)
+
+
+@pytest.mark.parametrize("trigger", ["level", "crossing"])
+def test_the_bf_series_follows_the_queue_depth(trigger):
+    res = _tuned("bf", q_threshold_min=600, trigger=trigger)
+    series = [c.bf for c in res.tuning]
+    expect = [0.5 if c.queue_depth_min > 600 else 1.0 for c in res.tuning]
+    assert series == expect  # one rise and one fall: level and crossing agree
+    changes = [k for k in range(1, len(series)) if series[k] != series[k - 1]]
+    assert len(changes) == 2 and series[0] == 1.0 and series[changes[0]] == 0.5
+    day = 24 * H * S
+    assert 3 * day < res.tuning[changes[0]].time < 4 * day  # Q passes 10 h on day 4
+    # the trailing mean as threshold: dQ = Q - mean of the last 30 days' earlier checkpoints
+    res = _tuned("bf", trigger=trigger)
+    qs = [c.queue_depth_min for c in res.tuning]
+    level = [1.0] + [0.5 if qs[k] - sum(qs[:k]) / k > 0 else 1.0 for k in range(1, len(qs))]
+    if trigger == "level":
+        assert [c.bf for c in res.tuning] == level
+    else:  # a change only where the sign of dQ changed
+        value, prev, want = 1.0, None, []
+        for k, lv in enumerate(level):
+            positive = lv == 0.5 if k else False
+            if prev is not None and positive != prev:
+                value = lv
+            prev = positive
+            want.append(value)
+        assert [c.bf for c in res.tuning] == want
+
+
+@pytest.mark.parametrize("trigger", ["level", "crossing"])
+def test_the_direction_flips_the_w_series(trigger):
+    falling = _tuned("w", trigger=trigger)
+    rising = _tuned("w", trigger=trigger, direction="rising")
+    for res, high_when_rising in ((falling, False), (rising, True)):
+        w, prev = 1, None
+        for c in res.tuning:
+            up = c.u_short - c.u_long > 0
+            target = 4 if up == high_when_rising else 1
+            if trigger == "level" or (prev is not None and up != prev):
+                w = target
+            prev = up
+            assert c.window == w
+        assert {c.window for c in res.tuning} == {1, 4}
+    if trigger == "level":  # the same utilization until the first change: opposite W
+        first = falling.tuning[0]
+        assert first.window != rising.tuning[0].window
+
+
+def test_tuner_options_are_checked():
+    with pytest.raises(InputError, match="balance factor"):
+        BatchConfig(adaptive="bf")  # fcfs has no BF
+    with pytest.raises(InputError, match="no tuner"):
+        BatchConfig(tuner_params={"trigger": "level"})
+    with pytest.raises(InputError, match="tuner-param.direction"):
+        BatchConfig(adaptive="w", tuner_params={"direction": "up"})
+    with pytest.raises(InputError, match="adaptive"):
+        BatchConfig(adaptive="3d")
+
+
+def test_the_tuner_log_reaches_results_and_the_trace(tmp_path):
+    from cosim.output.hdf5 import read_results
+    from cosim.workload.swf_write import write_jobs_swf
+
+    swf = tmp_path / "pattern.swf"
+    write_jobs_swf(swf, _load_pattern())
+    out = tmp_path / "run"
+    assert main(["run", "--workload", str(swf), "--hosts", str(HOSTS), "--priority",
+                 "metric-aware", "--adaptive", "2d", "--trace", "batch", "--out", str(out),
+                 "--quiet"]) == 0
+    (run,) = read_results(out / "results.h5")
+    expect = _tuned("2d").tuning
+    assert run.tuning["time"].tolist() == [c.time for c in expect]
+    assert run.tuning["bf"].tolist() == [c.bf for c in expect]
+    assert run.tuning["window"].tolist() == [c.window for c in expect]
+    assert run.config["adaptive"] == "2d"
+    otf2 = pytest.importorskip("otf2")
+    with otf2.reader.open(str(out / "trace" / "traces.otf2")) as trace:
+        samples = [ev for _, ev in trace.events if type(ev).__name__ == "Metric"
+                   and ev.metric.metric_class.members[0].name == "queue depth"]
+    assert [ev.time for ev in samples] == [c.time for c in expect]
+    assert [ev.values[3] for ev in samples] == [c.bf for c in expect]

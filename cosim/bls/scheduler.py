@@ -74,6 +74,7 @@ from cosim.bls.policies.base import (
 from cosim.bls.policies.window import WINDOW_MAX
 from cosim.bls.policies.window import plan as window_plan
 from cosim.bls.state import ClusterState
+from cosim.bls.tuning import ADAPTIVE_MODES, Tuner, TunerParams
 from cosim.config import build
 from cosim.core.engine import EventQueue
 from cosim.errors import InputError, ProtocolError
@@ -136,6 +137,11 @@ class BatchConfig:
         at most `WINDOW_MAX`.
     makespan_cap:
         The window search's cap in ticks (Cobalt's 100000 s quirk; None: no cap).
+    adaptive:
+        The tuner (`cosim.bls.tuning`): ``off`` (default), ``bf``, ``w`` or ``2d`` (both);
+        ``bf`` and ``2d`` need a priority with a balance factor.
+    tuner_params:
+        Its parameters as ``key=value`` strings (`cosim.bls.tuning.TunerParams`).
     bf_interval:
         Slurm's ``bf_interval`` in ticks (0, the default: backfill at every pass). When > 0,
         a pass at a tick that is not a multiple of it is the FCFS part only (the ``none``
@@ -160,6 +166,8 @@ class BatchConfig:
     bf: float | None = None
     window: int = 1
     makespan_cap: int | None = None
+    adaptive: str = "off"
+    tuner_params: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if isinstance(self.bf_interval, bool) or not isinstance(self.bf_interval, int) \
@@ -204,6 +212,18 @@ class BatchConfig:
             raise InputError(f"must be an integer in [1, {WINDOW_MAX}] (the jobs whose order "
                              f"the window search tries: {WINDOW_MAX}! = 720 orders at most), "
                              f"got {self.window!r}", field="window")
+        if self.adaptive not in ADAPTIVE_MODES:
+            raise InputError(f"unknown adaptive mode {self.adaptive!r} (known: "
+                             f"{', '.join(ADAPTIVE_MODES)})", field="adaptive")
+        if self.adaptive in ("bf", "2d") and (self.priority_key is not None or "bf" not in
+                                              policies.priority(self.priority).tunables):
+            raise InputError(f"--adaptive {self.adaptive} tunes the balance factor, which the "
+                             f"priority {self.priority} has not (use --priority "
+                             "metric-aware)", field="adaptive")
+        if self.adaptive == "off" and self.tuner_params:
+            raise InputError("tuner parameters given but no tuner (--adaptive bf|w|2d)",
+                             field="tuner-param")
+        build(TunerParams, self.tuner_params, section="tuner-param")
         if self.makespan_cap is not None and (isinstance(self.makespan_cap, bool) or not
                                               isinstance(self.makespan_cap, int)
                                               or self.makespan_cap <= 0):
@@ -242,7 +262,14 @@ class BatchScheduler:
         self._key = user_key if order is None else order.key
         # a dynamic order ranks the queue at every pass (`_rerank`) with the tunables in force
         self._rank = None if order is None else order.rank
-        self.tunables = Tunables(bf=1.0 if config.bf is None else float(config.bf),
+        self.tuner: Tuner | None = None
+        bf = 1.0
+        if config.adaptive != "off":
+            params = build(TunerParams, config.tuner_params, section="tuner-param")
+            self.tuner = Tuner(config.adaptive, params, len(cores))
+            if config.adaptive in ("bf", "2d"):
+                bf = params.bf_levels[0]  # Ti
+        self.tunables = Tunables(bf=bf if config.bf is None else float(config.bf),
                                  window=config.window)
         # ... on the queue's columns, kept in queue order; `seq` numbers the jobs as they
         # are queued, and the jobs queued at the last ranking are those below `_rank_mark`
@@ -329,6 +356,8 @@ class BatchScheduler:
         """Jobs submitted at `now` join the queue (or are rejected if larger than the machine)."""
         n_hosts = self.state.n_hosts
         n_pes = self.state.n_pes
+        if self.tuner is not None:
+            self.tuner.start(now)
         for job in jobs:
             self.submissions += 1
             if job.id in self.outcomes or job.id in self.state.running:
@@ -459,11 +488,12 @@ class BatchScheduler:
         self._dirty = True
 
     def next_timer(self) -> int | None:
-        """Time of the scheduler's next own event (walltime expiry, requested pass), or None."""
+        """Time of the scheduler's next own event (walltime expiry, requested pass, the
+        tuner's next checkpoint while jobs are queued or running), or None."""
         t = self._timers.peek_time()
-        w = self._wake
-        if w is not None and (t is None or w < t):
-            return w
+        for w in (self._wake, self.tuner.due() if self.tuner and not self.idle else None):
+            if w is not None and (t is None or w < t):
+                t = w
         return t
 
     def expire(self, now: int) -> list[Command]:
@@ -482,12 +512,28 @@ class BatchScheduler:
             self.kills += 1
             out.append(KillApp(time=now, job_id=jid))
         out.sort(key=lambda c: c.job_id)
+        tuner = self.tuner
+        while tuner is not None and (due := tuner.due()) is not None and due <= now:
+            # checkpoints passed while nothing was queued or running are caught up here
+            before = self.tunables
+            bf, window = tuner.check(due, [j.submit for j in self._qjobs], before.bf,
+                                     before.window)
+            if (bf, window) != (before.bf, before.window):
+                self.tunables = Tunables(bf=bf, window=window)
+                if tuner.params.pass_at_checkpoint:
+                    self._dirty = True
         return out
 
     # -- the pass -------------------------------------------------------------------------
     def schedule(self, now: int) -> list[Command]:
         """One scheduling pass at `now` if anything changed; returns its commands (StartApp,
         ShrinkApp, ExpandApp, ExcludeHosts) in job id order."""
+        out = self._schedule(now)
+        if self.tuner is not None:  # the busy hosts as the instant leaves them
+            self.tuner.observe(now, self.state.n_hosts - self.state.free_hosts)
+        return out
+
+    def _schedule(self, now: int) -> list[Command]:
         if not self._dirty:
             return []
         self._dirty = False

@@ -41,6 +41,7 @@ from cosim.output.tables import (
     CHUNK_DTYPE,
     JOB_DTYPE,
     ROLES,
+    TUNING_DTYPE,
     WORKER_DTYPE,
     RunTables,
     step_series,
@@ -111,6 +112,10 @@ TABLES: tuple[Table, ...] = (
           description="one row per PE of each app-driven job, by (job, rank)"),
     Table(name="chunks", dtype=CHUNK_DTYPE, units=("", "", "", "", "", _N, _N, _N, ""),
           description="one row per chunk of each app-driven job, by (job, assignment)"),
+    Table(name="tuning", dtype=TUNING_DTYPE, units=(_N, "min", "", "", "", ""),
+          description="one row per checkpoint of the metric-aware tuner: queue depth "
+                      "(minutes), short- and long-term utilization, and the BF and W it set "
+                      "(written only for runs with --adaptive)"),
     Table(name="utilization", dtype=UTILIZATION_DTYPE, units=(_N, ""),
           description="busy hosts from each time on (step function); utilization = "
                       "busy_hosts / n_hosts"),
@@ -295,6 +300,8 @@ def _write_run(runs: h5py.Group, run: RunTables, chunks: bool) -> None:
     _put(g, _BY_NAME["workers"], run.workers)
     if chunks and run.chunks is not None:
         _put(g, _BY_NAME["chunks"], run.chunks)
+    if len(run.tuning):
+        _put(g, _BY_NAME["tuning"], run.tuning)
     series = step_series(run)
     for name, (key, value) in _SERIES.items():
         table = _BY_NAME[name]
@@ -610,6 +617,8 @@ def _read_run(g: h5py.Group, path: Path, chunks: bool, version: int = SCHEMA_VER
     tables["workers"] = _table(g, "workers", WORKER_DTYPE, path)
     chunk_table = _BY_NAME["chunks"]
     has_chunks = chunks and chunk_table.name in g
+    if "tuning" in g:
+        tables["tuning"] = _table(g, "tuning", TUNING_DTYPE, path)
     return RunTables(
         run_id=g.name.rsplit("/", 1)[-1],
         config=_attrs(g, "config", path), metrics=_attrs(g, "metrics", path),

@@ -72,6 +72,23 @@ CHUNK_DTYPE = np.dtype([
 the others end at the latest at its end."""
 
 
+TUNING_DTYPE = np.dtype([
+    ("time", "<i8"), ("queue_depth_min", "<f8"), ("u_short", "<f8"), ("u_long", "<f8"),
+    ("bf", "<f8"), ("window", "<i4"),
+])
+"""One row per checkpoint of the metric-aware tuner (`cosim.bls.tuning.Checkpoint`): its
+tick, the queue depth (minutes), the short- and long-term utilization, and the balance factor
+and window it set; empty for runs without a tuner."""
+
+
+def tuning_table(checkpoints: Sequence[Any]) -> np.ndarray:
+    """The tuner's checkpoints as a `TUNING_DTYPE` table."""
+    out = np.zeros(len(checkpoints), dtype=TUNING_DTYPE)
+    for name in TUNING_DTYPE.names:
+        out[name] = [getattr(c, name) for c in checkpoints]
+    return out
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class RunTables:
     """A finished run as tables (see the module docstring).
@@ -94,6 +111,7 @@ class RunTables:
     allocations: np.ndarray
     workers: np.ndarray
     chunks: np.ndarray | None = field(default=None)
+    tuning: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=TUNING_DTYPE))
 
     @property
     def cores_per_host(self) -> int:
@@ -313,6 +331,7 @@ def build_tables(
     loops: Mapping[int, Any] | None = None,
     technique: str = "",
     allocations: np.ndarray | None = None,
+    tuning: Sequence[Any] = (),
 ) -> RunTables:
     """Tables of a run (see the module docstring).
 
@@ -366,6 +385,7 @@ def build_tables(
         workers=np.concatenate(workers) if workers else np.zeros(0, dtype=WORKER_DTYPE),
         chunks=(np.concatenate(chunks) if chunks else np.zeros(0, dtype=CHUNK_DTYPE))
         if any_chunks else None,
+        tuning=tuning_table(tuning),
     )
 
 

@@ -22,8 +22,9 @@ nested ``idle: yielded``. REGIONS groups ``jobs: <category>`` (the app when a jo
 its start, at every change, 0 at its end) and, at level ``full``, an instant region ``resize:
 shrink`` or ``resize: expand`` (Enter and Leave at the tick of the change, attributes job_id
 and pes, group ``malleability``) there; runs with resizes or hosts shared at PE level add a
-``busy PEs`` counter on ``cluster metrics``. A run without them gets none of these
-definitions, so its trace is what it was before the allocation log.
+``busy PEs`` counter on ``cluster metrics``; runs with the metric-aware tuner add its
+checkpoints there (queue depth, short- and long-term utilization, BF, W). A run without them
+gets none of these definitions, so its trace is what it was before the allocation log.
 Level ``batch`` stops there (no nested region, no message); level ``full`` adds inside job
 regions, per worker PE: ``scheduling overhead`` from the previous chunk end (the rank's start
 for the first: the job start, or the expand that added its PE) to the chunk start and from
@@ -356,6 +357,17 @@ class _Builder:
                  member("busy PEs", Type.UINT64, "#", "PEs computing for a job")],
                 MetricOccurrence.ASYNCHRONOUS, RecorderKind.ABSTRACT)
             self.pe_metric = d.metric_instance(pe_cls, mloc, scope=root)
+        if len(t.tuning):
+            tune_cls = d.metric_class(
+                [member("queue depth", Type.DOUBLE, "min", "sum of the queued jobs' waits"),
+                 member("utilization (short)", Type.DOUBLE, "", "busy hosts over the tuner's "
+                        "short window (10 h)"),
+                 member("utilization (long)", Type.DOUBLE, "", "busy hosts over the tuner's "
+                        "long window (24 h)"),
+                 member("BF", Type.DOUBLE, "", "balance factor set by the tuner"),
+                 member("W", Type.UINT64, "#", "window set by the tuner")],
+                MetricOccurrence.ASYNCHRONOUS, RecorderKind.ABSTRACT)
+            self.tune_metric = d.metric_instance(tune_cls, mloc, scope=root)
         if len(self.resized):
             self.job_pes = d.metric_class(
                 [member("job PEs", Type.UINT64, "#", "PEs held by the resized job whose master "
@@ -416,6 +428,10 @@ class _Builder:
                 continue
             last = vals
             self.w.metric(self.mloc, tick, self.metric, [vals[0] / n, *vals])
+            self.n_samples += 1
+        tuning = self.t.tuning
+        for c in tuning[tuning["time"] <= self.horizon].tolist():  # the tuner's checkpoints
+            self.w.metric(self.mloc, c[0], self.tune_metric, list(c[1:]))
             self.n_samples += 1
         if not self.pe_level:
             return
