@@ -9,6 +9,7 @@ against brute force on random queues and profiles, and no over-booking on random
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -363,3 +364,74 @@ def test_the_tuner_log_reaches_results_and_the_trace(tmp_path):
                    and ev.metric.metric_class.members[0].name == "queue depth"]
     assert [ev.time for ev in samples] == [c.time for c in expect]
     assert [ev.values[3] for ev in samples] == [c.bf for c in expect]
+
+
+# -- metrics: Cobalt's loss of capacity, the queue depth --------------------------------------
+
+def test_cobalt_loss_of_capacity_counts_only_idle_hosts_a_waiting_job_could_use():
+    from cosim.output import metrics
+
+    # 4 hosts; A (3 hosts) on [0, 10); B (2 hosts) waits for it; C (1 host) arrives at 5 and
+    # waits behind B (no backfilling): 1 host idle on [0, 10) while jobs wait
+    jobs = [job(1, 0, 3, 10), job(2, 0, 2, 10), job(3, 5, 1, 1)]
+    res = simulate_batch(jobs, n_hosts=4, config=BatchConfig(backfill="none"))
+    assert metrics.loss_of_capacity(res.outcomes, 4) == 10 / (4 * 20)
+    # Cobalt: B needs 2 > 1 idle; C needs 1, not fewer than the 1 idle (strict <): no loss
+    assert metrics.loss_of_capacity(res.outcomes, 4, fit_only=True) == 0.0
+    jobs[1] = job(2, 0, 3, 10)
+    res = simulate_batch(jobs, n_hosts=5, config=BatchConfig(backfill="none"))
+    # on 5 hosts with B of 3 hosts, 2 are idle on [0, 10): C (1 host) would fit in them
+    # from 5 on: 2 x 5 lost
+    assert metrics.loss_of_capacity(res.outcomes, 5, fit_only=True) == 2 * 5 / (5 * 20)
+    assert metrics.loss_of_capacity(res.outcomes, 5, fit_only=True,
+                                    allocations=res.allocations) == 2 * 5 / (5 * 20)
+
+
+@settings(max_examples=60, deadline=None)
+@given(workloads(), st.sampled_from(sorted(policies.BACKFILLS.builtins)))
+def test_the_loss_variants_and_the_queue_depth_on_random_workloads(data, backfill):
+    from cosim.output import metrics
+
+    n_hosts, jobs = data
+    res = simulate_batch(jobs, n_hosts=n_hosts, config=BatchConfig(backfill=backfill))
+    out = res.outcomes
+    plain = metrics.loss_of_capacity(out, n_hosts)
+    fit = metrics.loss_of_capacity(out, n_hosts, fit_only=True)
+    assert 0.0 <= fit <= plain <= 1.0
+    assert fit == metrics.loss_of_capacity(out, n_hosts, fit_only=True,
+                                           allocations=res.allocations)
+    times, q = metrics.queue_depth(out)
+    for t, depth in zip(times.tolist(), q.tolist(), strict=True):
+        brute = sum(t - o.job.submit for o in out if o.job.submit <= t < o.start)
+        assert depth == pytest.approx(brute / (60 * S), rel=1e-12, abs=1e-12)
+
+
+# -- the study script -----------------------------------------------------------------------
+
+def test_the_study_script_on_a_small_trace(tmp_path, capsys):
+    import importlib.util
+
+    from cosim.paths import REPO_DIR
+    from cosim.workload.swf_write import write_jobs_swf
+
+    script = REPO_DIR / "scripts" / "reproduce_metric_aware.py"
+    if not script.exists():
+        pytest.skip("not a source checkout: the scripts are not installed")
+    spec = importlib.util.spec_from_file_location("reproduce_metric_aware", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    swf = tmp_path / "pattern.swf"
+    write_jobs_swf(swf, _load_pattern()[:120], header=[("MaxNodes", str(HOSTS))])
+    out = tmp_path / "study"
+    assert mod.main(["--traces", str(swf), "--out", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    configs = {r["config"]: r for r in rows}
+    assert set(mod.TABLE) <= set(configs) and len(rows) == len(mod._configs())
+    direct = simulate_batch(_load_pattern()[:120], n_hosts=HOSTS, config=BatchConfig(
+        priority="metric-aware", bf=0.5))
+    wait = np.mean([(o.start - o.job.submit) / S for o in direct.outcomes]) / 60
+    assert configs["BF=0.5 W=1"]["mean_wait_min"] == pytest.approx(wait, rel=1e-12)
+    assert configs["BF=1 W=1"]["slides_wait_min"] == 245.2
+    for name in ("table.csv", "metric_aware_bf_w.png", "metric_aware_tuning.png"):
+        assert (out / name).stat().st_size > 0
+    assert mod.main(["--traces", "nosuch", "--out", str(out)]) == 2

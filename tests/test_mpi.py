@@ -51,13 +51,17 @@ def _mpi_run(tmp_path, k, *extra, timeout=300):
 
 
 # SS and FSC: ALS ranks promise lower bounds (LoopRun.done_bound) and are skipped by rounds
-@pytest.mark.parametrize("technique, rca, malleable", [("AF", "yield", "none"),
-                                                       ("GSS", "full", "none"),
-                                                       ("SS", "full", "none"),
-                                                       ("FSC", "yield", "none"),
-                                                       ("SS", "off", "equi"),
-                                                       ("GSS", "off", "sd")])
-def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca, malleable):
+# metric-aware: the balanced order ranked at every pass, the window search and the 2D tuner
+METRIC_AWARE = ("--priority", "metric-aware", "--window", "3", "--adaptive", "2d",
+                "--tuner-param", "check_interval_s=600")
+
+
+@pytest.mark.parametrize("technique, rca, malleable, extra", [
+    ("AF", "yield", "none", ()), ("GSS", "full", "none", ()), ("SS", "full", "none", ()),
+    ("FSC", "yield", "none", ()), ("SS", "off", "equi", ()), ("GSS", "off", "sd", ()),
+    ("FAC2", "yield", "none", METRIC_AWARE)])
+def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca, malleable,
+                                                     extra):
     from cosim.cli import main
 
     esp = tmp_path / "esp16.swf"
@@ -72,7 +76,7 @@ def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca, m
                         "--technique", technique, "--rca", rca, "--exclusion-ok", "all",
                         "--malleable", malleable,
                         "--app-overrides", "width=48", "--out", str(out), "--json",
-                        *(["--rank0-apps"] if rank0 else []))
+                        *(["--rank0-apps"] if rank0 else []), *extra)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         summary = json.loads(proc.stdout)
         assert summary["stats"]["ranks"] == k
@@ -81,7 +85,8 @@ def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca, m
         (tables,) = read_results(out / "results.h5")
         assert tables.stats["ranks"] == k
         h5 = (tables.jobs.tobytes(), tables.allocations.tobytes(), tables.workers.tobytes(),
-              dict(tables.metrics))
+              tables.tuning.tobytes(), dict(tables.metrics))
+        assert len(tables.tuning) > 1 if extra else not len(tables.tuning)
         excl = {key: summary["stats"][key] for key in ("exclusion_requests",
                                                          "exclusions_accepted", "hosts_excluded",
                                                          "shrinks", "expands", "pes_released")}

@@ -35,7 +35,8 @@ from cosim.workload.jobs import JobOutcome
 
 __all__ = ["makespan", "utilization", "occupancy", "esp_efficiency", "pe_utilization", "machine_pes",
            "mean_wait", "mean_response",
-           "mean_slowdown", "mean_bounded_slowdown", "loss_of_capacity", "fair_starts",
+           "mean_slowdown", "mean_bounded_slowdown", "loss_of_capacity", "queue_depth",
+           "fair_starts",
            "unfair_jobs", "summary", "BSLD_THRESHOLD_S"]
 
 BSLD_THRESHOLD_S = 10.0
@@ -249,7 +250,7 @@ def mean_bounded_slowdown(outcomes: Sequence[JobOutcome], tau_s: float = BSLD_TH
 
 
 def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int, *,
-                     allocations: np.ndarray | None = None) -> float:
+                     allocations: np.ndarray | None = None, fit_only: bool = False) -> float:
     """Loss of capacity: the share of host-time left idle while jobs were waiting.
 
     ``LoC = sum_i n_i (t_{i+1} - t_i) delta_i / (N T)`` over the intervals between
@@ -267,6 +268,11 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     on — each host counted once however many jobs hold PEs on it: the same number for runs
     without resizes or shared hosts, and the right one when jobs were resized (their
     outcomes' `hosts` are every host they ever used) or shared hosts.
+
+    `fit_only` is the variant of Cobalt's Qsim (Tang et al.; ``bqsim.py:
+    calc_loss_of_capacity``): delta_i = 1 only when some waiting job needs fewer hosts than
+    are idle (strict ``<``), so idle hosts no waiting job could use are not a loss (Qsim
+    counts idle BG/P midplanes; cosim counts hosts).
     """
     ran = _ran(outcomes)
     submit, start, end, hosts = _columns(ran)
@@ -276,7 +282,8 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     if t1 <= t0:
         return 0.0
     if allocations is not None:
-        return _loss_of_capacity_log(ran, n_hosts, allocations, submit, start, t0, t1)
+        return _loss_of_capacity_log(ran, n_hosts, allocations, submit, start, t0, t1,
+                                     fit_only)
     lends = [t for o in ran if o.lent for _, t in o.lent]
     lent_at = np.asarray(lends, dtype=np.int64)
     lent_end = np.asarray([o.end for o in ran if o.lent for _ in o.lent], dtype=np.int64)
@@ -292,12 +299,45 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     busy = np.cumsum(busy_d[order])
     waiting = np.cumsum(wait_d[order])
     dt = np.diff(times)  # segment k = [times[k], times[k+1]) with the state after event k
-    idle = (n_hosts - busy[:-1]) * (waiting[:-1] > 0)
-    return _dot(idle, dt) / (n_hosts * (t1 - t0))
+    free = n_hosts - busy[:-1]
+    if fit_only:  # the state after every event at a tick: zero-length segments weigh 0
+        lost = _smallest_waiting(submit, start, hosts, times[:-1]) < free
+    else:
+        lost = waiting[:-1] > 0
+    return _dot(free * lost, dt) / (n_hosts * (t1 - t0))
+
+
+def _smallest_waiting(submit: np.ndarray, start: np.ndarray, hosts: np.ndarray,
+                      at: np.ndarray) -> np.ndarray:
+    """At each tick of `at` (ascending), after every submission and start at it: the hosts
+    of the smallest waiting job (submitted, not started), or a huge number when none."""
+    events = sorted(zip(np.concatenate((submit, start)).tolist(),
+                        np.concatenate((np.zeros(len(submit), dtype=np.int64),
+                                        np.ones(len(start), dtype=np.int64))).tolist(),
+                        np.concatenate((hosts, hosts)).tolist(), strict=True))
+    out = np.full(len(at), np.iinfo(np.int64).max, dtype=np.int64)
+    heap: list[int] = []
+    gone: dict[int, int] = {}
+    k, n = 0, len(events)
+    for i, t in enumerate(at.tolist()):
+        while k < n and events[k][0] <= t:
+            _, is_start, h = events[k]
+            if is_start:
+                gone[h] = gone.get(h, 0) + 1
+            else:
+                heapq.heappush(heap, h)
+            k += 1
+        while heap and gone.get(heap[0], 0):
+            gone[heap[0]] -= 1
+            heapq.heappop(heap)
+        if heap:
+            out[i] = heap[0]
+    return out
 
 
 def _loss_of_capacity_log(ran: Sequence[JobOutcome], n_hosts: int, a: np.ndarray,
-                          submit: np.ndarray, start: np.ndarray, t0: int, t1: int) -> float:
+                          submit: np.ndarray, start: np.ndarray, t0: int, t1: int,
+                          fit_only: bool = False) -> float:
     """`loss_of_capacity` with the occupied hosts taken from the allocation log `a`."""
     times, occupied = _occupied_series(ran, a)
     u = np.unique(np.concatenate((times, submit, start, [t1])))
@@ -306,8 +346,32 @@ def _loss_of_capacity_log(ran: Sequence[JobOutcome], n_hosts: int, a: np.ndarray
     occ = np.where(i >= 0, occupied[np.maximum(i, 0)] if len(occupied) else 0, 0)
     waiting = (np.searchsorted(np.sort(submit), u, side="right")
                - np.searchsorted(np.sort(start), u, side="right"))
-    idle = (n_hosts - occ[:-1]) * (waiting[:-1] > 0)
-    return _dot(idle, np.diff(u)) / (n_hosts * (t1 - t0))
+    free = n_hosts - occ[:-1]
+    if fit_only:
+        hosts = _columns(ran)[3]
+        lost = _smallest_waiting(submit, start, hosts, u[:-1]) < free
+    else:
+        lost = waiting[:-1] > 0
+    return _dot(free * lost, np.diff(u)) / (n_hosts * (t1 - t0))
+
+
+def queue_depth(outcomes: Sequence[JobOutcome]) -> tuple[np.ndarray, np.ndarray]:
+    """The queue depth of Tang et al. at every submission and start: ``Q(t) = sum over
+    jobs waiting at t of (t - s_j)``, in minutes, after every event at t; ``(ticks, Q)``.
+    Between two events Q grows linearly by the waiting jobs' count per unit time."""
+    ran = _ran(outcomes)
+    submit, start, _, _ = _columns(ran)
+    times = np.unique(np.concatenate((submit, start)))
+    # waiting after the events at t: submitted at or before t, started after t
+    n_sub = np.searchsorted(np.sort(submit), times, side="right")
+    n_start = np.searchsorted(np.sort(start), times, side="right")
+    # sum of submit ticks of the waiting jobs: all submitted minus those started
+    s_sorted, by_start = np.sort(submit), submit[np.argsort(start, kind="stable")]
+    cum_sub = np.concatenate(([0], np.cumsum(s_sorted)))
+    cum_started = np.concatenate(([0], np.cumsum(by_start)))
+    waiting = n_sub - n_start
+    total = cum_sub[n_sub] - cum_started[n_start]
+    return times, (waiting * times - total) / (60 * TICKS_PER_SECOND)
 
 
 def _occupied_series(ran: Sequence[JobOutcome], a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -378,7 +442,8 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     Keys: ``jobs`` (jobs that ran), ``rejected``, ``killed``, ``makespan_s``, ``utilization``,
     ``occupancy``, ``esp_efficiency``,
     ``mean_wait_s``, ``mean_response_s``, ``mean_slowdown``, ``mean_bounded_slowdown``,
-    ``loss_of_capacity``, ``unfair_jobs``, ``yields`` (hosts yielded, in total: RCA),
+    ``loss_of_capacity``, ``loss_of_capacity_fit`` (Cobalt's variant: `loss_of_capacity`),
+    ``unfair_jobs``, ``yields`` (hosts yielded, in total: RCA),
     ``lends`` (hosts lent, in total: each owner's host counted once, at its first lend),
     ``shrinks`` and ``expands`` (resize commands obeyed, in total), ``resized_jobs`` (jobs
     shrunk or expanded at least once) and ``pe_utilization`` (`pe_utilization`; None when
@@ -402,6 +467,8 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
         "mean_slowdown": mean_slowdown(ran),
         "mean_bounded_slowdown": mean_bounded_slowdown(ran),
         "loss_of_capacity": loss_of_capacity(ran, n_hosts, allocations=allocations),
+        "loss_of_capacity_fit": loss_of_capacity(ran, n_hosts, allocations=allocations,
+                                                 fit_only=True),
         "unfair_jobs": unfair_jobs(ran, n_hosts),
         "yields": sum(len(o.yielded) for o in ran),
         "lends": sum(len(o.lent) for o in ran),
