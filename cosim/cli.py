@@ -200,6 +200,10 @@ def build_parser(listing: bool = False) -> argparse.ArgumentParser:
                      "q_threshold_min (default: the trailing mean), q_window_s, "
                      "w_levels=1,4, u_short_s, u_long_s, direction=falling|rising, "
                      "trigger=level|crossing, pass_at_checkpoint")
+    run.add_argument("--unfair-replayed", action="store_true",
+                     help="also count Sabin's unfair jobs: each job's fair start replayed "
+                     "under the same policies without the jobs that arrived after it (one "
+                     "replay per job: slow on long traces; trace jobs only)")
     run.add_argument("--bf-interval", type=float, default=0.0, metavar="S",
                      help="Slurm's bf_interval: backfill only at multiples of S seconds, the "
                      "FCFS part at every event (0 = backfill at every event, the default)")
@@ -418,7 +422,8 @@ def _run_options(args: argparse.Namespace, workload: str):
         app_overrides=parse_pairs(args.app_overrides, option="app-overrides"),
         quantum_s=args.quantum, bf_interval_s=args.bf_interval, bf=args.bf,
         window=args.window, makespan_cap_s=args.makespan_cap, adaptive=args.adaptive,
-        tuner_params=parse_pairs(args.tuner_param, option="tuner-param"), seed=args.seed,
+        tuner_params=parse_pairs(args.tuner_param, option="tuner-param"),
+        unfair_replayed=args.unfair_replayed, seed=args.seed,
         out=args.out,
         malleable=args.malleable,
         malleable_params=_sd_pairs(args),

@@ -63,6 +63,7 @@ class RunOptions:
     makespan_cap_s: float | None = None
     adaptive: str = "off"
     tuner_params: Mapping[str, str] = field(default_factory=dict)
+    unfair_replayed: bool = False
     malleable: str = "none"
     malleable_params: Mapping[str, str] = field(default_factory=dict)
     malleable_fraction: float | None = None
@@ -231,6 +232,9 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     if warn is not None and not coupled and not default_technique:
         warn(f"--technique {opt.technique}: no job of the workload runs an app, so no "
              "technique is used")
+    if opt.unfair_replayed and coupled:
+        raise InputError("replayed fair starts need a trace of rigid jobs (no app models)",
+                         field="unfair-replayed")
     als = _als_config(opt) if coupled else None
     return Prepared(opt=opt, platform=platform, n_hosts=n_hosts,
                     cores_per_host=cores_per_host, workload=workload, batch=batch, als=als)
@@ -331,6 +335,14 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     w = p.workload
     metrics = metrics_summary(outcomes, p.n_hosts, cores_per_host=p.host_cores,
                               allocations=result.allocations)
+    if opt.unfair_replayed:  # Sabin's count: one replay per job (quadratic, opt-in)
+        from cosim.output.metrics import unfair_jobs_replayed
+        from cosim.runner import replayed_fair_starts
+
+        fair = replayed_fair_starts(p.workload.jobs, n_hosts=p.n_hosts,
+                                    cores_per_host=p.cores_per_host, config=p.batch,
+                                    quantum=to_ticks(opt.quantum_s))
+        metrics["unfair_jobs_replayed"] = unfair_jobs_replayed(outcomes, fair)
     summary = {
         "workload": str(opt.workload),
         "platform": p.platform.name,

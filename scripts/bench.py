@@ -189,6 +189,17 @@ def _metric_aware(repeat):
                      30.0 if window == 5 else None))
         rows.append((f"metric-aware bf={bf} W={window} / fcfs + easy", wall / base, "x",
                      target))
+    wall, _ = batch_rate(w.jobs, 100, "easy", repeat, priority="metric-aware", adaptive="2d")
+    rows.append(("metric-aware 2D adaptive (tuner every 30 min) / fcfs + easy", wall / base,
+                 "x", None))
+    from cosim.bls import BatchConfig
+    from cosim.runner import replayed_fair_starts
+
+    first = w.jobs[:500]
+    wall, _ = best(repeat, lambda: replayed_fair_starts(first, n_hosts=100,
+                                                        config=BatchConfig()))
+    rows.append(("Sabin's replayed fair starts, first 500 jobs, EASY (replays/s)",
+                 len(first) / wall, "jobs/s", None))
     return rows
 
 

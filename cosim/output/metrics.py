@@ -37,7 +37,7 @@ __all__ = ["makespan", "utilization", "occupancy", "esp_efficiency", "pe_utiliza
            "mean_wait", "mean_response",
            "mean_slowdown", "mean_bounded_slowdown", "loss_of_capacity", "queue_depth",
            "fair_starts",
-           "unfair_jobs", "summary", "BSLD_THRESHOLD_S"]
+           "unfair_jobs", "unfair_jobs_replayed", "summary", "BSLD_THRESHOLD_S"]
 
 BSLD_THRESHOLD_S = 10.0
 """The bounded-slowdown threshold tau, in seconds (Feitelson et al. 1997)."""
@@ -421,6 +421,13 @@ def fair_starts(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[int, int]:
         heapq.heappush(running, (t + (o.end - o.start), h))  # type: ignore[operator]
         last = t
     return out
+
+
+def unfair_jobs_replayed(outcomes: Sequence[JobOutcome], fair: dict[int, int]) -> int:
+    """Sabin's unfair jobs: ``#{j : b_j > FST_j}`` with the fair start times `fair` of the
+    scheduler under study (`cosim.runner.replayed_fair_starts`: one replay per job without
+    the jobs that arrived after it; opt-in, quadratic)."""
+    return sum(1 for o in _ran(outcomes) if o.start > fair[o.job.id])  # type: ignore[operator]
 
 
 def unfair_jobs(outcomes: Sequence[JobOutcome], n_hosts: int) -> int:
