@@ -184,10 +184,11 @@ def build_parser(listing: bool = False) -> argparse.ArgumentParser:
     run.add_argument("--bf", type=float, default=None, metavar="BF",
                      help="--priority metric-aware: the balance factor in [0, 1] between the "
                      "wait score and the walltime score (1 = FCFS order, 0 = SJF; default 1)")
-    run.add_argument("--window", type=int, default=1, metavar="W",
+    run.add_argument("--window", type=int, default=None, metavar="W",
                      help="window-based allocation: try every order of the first W queued "
                      "jobs (1..6) and let the backfill policy plan the one with the "
-                     "smallest predicted makespan (default 1: none)")
+                     "smallest predicted makespan (default 1: none; with --adaptive w, the "
+                     "tuner's first level)")
     run.add_argument("--makespan-cap", type=float, default=None, metavar="S",
                      help="--window: keep the queue order unless some order is predicted "
                      "to end within S seconds (Cobalt's 100000; default none)")

@@ -59,7 +59,7 @@ class RunOptions:
     quantum_s: float = 0.0
     bf_interval_s: float = 0.0
     bf: float | None = None
-    window: int = 1
+    window: int | None = None
     makespan_cap_s: float | None = None
     adaptive: str = "off"
     tuner_params: Mapping[str, str] = field(default_factory=dict)
@@ -152,7 +152,7 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     if opt.makespan_cap_s is not None:
         problem = duration_problem(opt.makespan_cap_s)
         if problem or opt.makespan_cap_s <= 0:
-            raise InputError(f"the makespan cap {problem or 'must be > 0'}",
+            raise InputError(problem or f"must be > 0 seconds, got {opt.makespan_cap_s!r}",
                              field="makespan-cap")
     quantum, bf_interval = to_ticks(opt.quantum_s), to_ticks(opt.bf_interval_s)
     if quantum and bf_interval % quantum:
@@ -212,6 +212,8 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                         else to_ticks(opt.makespan_cap_s),
                         adaptive=opt.adaptive, tuner_params=dict(opt.tuner_params))
     check_machine(batch, [h.cores for h in platform.hosts[:n_hosts]])
+    if warn is not None:
+        _unused_tuning(batch, warn)
     if opt.malleable_fraction is not None:
         from cosim.workload.marking import mark_malleable
 
@@ -240,6 +242,31 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                     cores_per_host=cores_per_host, workload=workload, batch=batch, als=als)
 
 
+#: the tuner parameters each tunable reads
+_TUNER_KEYS = {"bf": {"bf_levels", "q_threshold_min", "q_window_s"},
+               "w": {"w_levels", "u_short_s", "u_long_s", "direction"}}
+
+
+def _unused_tuning(batch: Any, warn: Callable[[str], None]) -> None:
+    """Warn about metric-aware options that would change nothing."""
+    from cosim.bls import policies
+    from cosim.bls.scheduler import initial_tunables
+
+    tunes = {"bf", "w"} if batch.adaptive == "2d" else {batch.adaptive} - {"off"}
+    window = initial_tunables(batch).window > 1 or "w" in tunes
+    if batch.makespan_cap is not None and not window:
+        warn("--makespan-cap: no window search runs (--window 1 and no W tuner)")
+    for tunable, keys in _TUNER_KEYS.items():
+        for key in sorted(keys & set(batch.tuner_params)):
+            if tunable not in tunes:
+                warn(f"--tuner-param {key}: --adaptive {batch.adaptive} does not tune "
+                     f"{'BF' if tunable == 'bf' else 'W'}, so it is unused")
+    if window and batch.malleable != "none" \
+            and policies.dynamic(batch.malleable).replaces_backfill:
+        warn(f"--window/--adaptive w: --malleable {batch.malleable} replaces the backfill "
+             "pass, so no window search runs")
+
+
 def _machine(opt: RunOptions, platform: Any, warn: Callable[[str], None] | None) -> int:
     """The hosts a run uses: ``--hosts``; else, with neither ``--hosts`` nor ``--platform``,
     the machine the trace describes (an SWF header's ``MaxNodes``, else ``MaxProcs``; a
@@ -250,7 +277,7 @@ def _machine(opt: RunOptions, platform: Any, warn: Callable[[str], None] | None)
     from cosim.workload.batsim import batsim_machine, is_batsim
     from cosim.workload.swf import machine_hosts, read_swf_header
 
-    cores = min(h.cores for h in platform.hosts)
+    cores = min(h.cores for h in platform.hosts[:opt.hosts or platform.n_hosts])
     if is_batsim(opt.workload):
         described: tuple[int, str] | None = batsim_machine(opt.workload)
     else:
@@ -320,6 +347,8 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     """Simulate a prepared run (no file is written); with `comm` (K > 1 ranks) the apps are
     simulated on ranks 1..K-1, which must be running `serve_als` on the same run;
     `progress`: see `cosim.runner.simulate`."""
+    from cosim.bls import policies
+    from cosim.bls.scheduler import initial_tunables
     from cosim.output.metrics import summary as metrics_summary
     from cosim.runner import simulate
 
@@ -333,6 +362,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     wall = time.perf_counter() - t0
     outcomes = tuple(result.outcomes) + _rejected(p.workload)
     w = p.workload
+    start = initial_tunables(p.batch)
     metrics = metrics_summary(outcomes, p.n_hosts, cores_per_host=p.host_cores,
                               allocations=result.allocations)
     if opt.unfair_replayed:  # Sabin's count: one replay per job (quadratic, opt-in)
@@ -349,8 +379,9 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
         "hosts": p.n_hosts,
         "batch": opt.batch,
         "priority": opt.priority,
-        "bf": p.batch.bf,
-        "window": p.batch.window,
+        # the tunables the run starts with (BF only where the priority has one)
+        "bf": start.bf if "bf" in policies.priority(p.batch.priority).tunables else None,
+        "window": start.window,
         "adaptive": p.batch.adaptive,
         "selection": opt.selection,
         "walltime_kill": opt.walltime_kill,

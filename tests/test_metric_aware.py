@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cosim.bls import BatchConfig, BatchScheduler, policies, simulate_batch
-from cosim.bls.policies import metric_aware, wfp, window
+from cosim.bls.policies import easy, metric_aware, wfp, window
 from cosim.bls.policies.base import PassView, QueueColumns, Tunables
 from cosim.bls.profile import Profile
 from cosim.cli import main
@@ -177,6 +177,7 @@ def test_the_window_search_finds_the_first_best_order(case):
     if k <= 1:
         assert order == tuple(range(k))
         return
+    assert window.plan(view, easy.plan, 1) == easy.plan(view)  # W = 1: no window
     perm, best = _brute(view, k)
     assert order == perm  # the first order of least M: the identity on ties
     if m is not None:  # None: no search was needed (the window fits now)
@@ -197,16 +198,12 @@ def workloads(draw):
 @settings(max_examples=60, deadline=None)
 @given(workloads(), st.sampled_from(sorted(policies.BACKFILLS.builtins)),
        st.sampled_from(sorted(policies.PRIORITIES.builtins)), st.integers(1, 4))
-def test_windows_never_over_book_and_w1_is_no_window(data, backfill, priority, w):
+def test_windows_never_over_book(data, backfill, priority, w):
     n_hosts, jobs = data
     cfg = BatchConfig(backfill=backfill, priority=priority, window=w)
     res = simulate_batch(jobs, n_hosts=n_hosts, config=cfg)
     assert all(o.status == "completed" for o in res.outcomes)
     check_allocations(res, n_pes=n_hosts, cores=1)  # no host has two jobs at once
-    if w == 1:
-        plain = simulate_batch(jobs, n_hosts=n_hosts,
-                               config=BatchConfig(backfill=backfill, priority=priority))
-        assert plain.outcomes == res.outcomes
 
 
 # -- bad input ------------------------------------------------------------------------------
@@ -216,7 +213,10 @@ def test_windows_never_over_book_and_w1_is_no_window(data, backfill, priority, w
     (["--bf", "0.5"], "the priority fcfs has no balance factor"),
     (["--window", "0"], "field window: must be an integer in [1, 6]"),
     (["--window", "9"], "field window: must be an integer in [1, 6]"),
-    (["--window", "2", "--makespan-cap", "-1"], "makespan-cap"),
+    (["--window", "2", "--makespan-cap", "-1"], "field makespan-cap: must be >= 0 seconds"),
+    (["--window", "2", "--makespan-cap", "0"], "field makespan-cap: must be > 0 seconds"),
+    (["--adaptive", "w", "--tuner-param", "u_short_s=1e300"],
+     "field tuner-param.u_short_s: must be at most"),
 ])
 def test_bad_options_are_one_line_errors(tmp_path, capsys, argv, problem):
     swf = tmp_path / "w.swf"
@@ -234,7 +234,8 @@ def test_bad_values_in_the_api():
         BatchConfig(window=True)
     with pytest.raises(InputError, match="makespan-cap"):
         BatchConfig(window=2, makespan_cap=0)
-    assert np.isfinite(metric_aware.scores(0, QueueColumns.of([]), 0.5)).all()
+    assert metric_aware.scores(0, QueueColumns.of([]), 0.5).tolist() == []
+    assert metric_aware.scores(5, QueueColumns.of([job(1, 0, 1, 1)]), 0.5).tolist() == [50.0]
 
 
 # -- MA-6: the tuner on a hand-made load pattern ---------------------------------------------
@@ -331,6 +332,51 @@ def test_the_direction_flips_the_w_series(trigger):
         assert first.window != rising.tuning[0].window
 
 
+def test_the_trailing_mean_is_exact_when_old_checkpoints_leave_it():
+    """A 2-hour window on a 13-day run: checkpoints leave the window all the time; an empty
+    queue is never deeper than a mean of empty queues (a float running sum drifted)."""
+    res = _tuned("bf", q_window_s=7200)
+    ticks = [round(c.queue_depth_min * 60 * S) for c in res.tuning]
+    window = 7200 * S
+    for k, c in enumerate(res.tuning):
+        prev = [q for c2, q in zip(res.tuning[:k], ticks[:k], strict=True)
+                if c2.time >= c.time - window]
+        deeper = bool(prev) and ticks[k] * len(prev) > sum(prev)
+        assert c.bf == (0.5 if deeper else 1.0), k
+    assert {c.bf for c in res.tuning} == {0.5, 1.0}
+
+
+def test_the_tuner_starts_from_its_first_levels():
+    from cosim.bls.scheduler import initial_tunables
+
+    cfg = BatchConfig(priority="metric-aware", adaptive="2d",
+                      tuner_params={"w_levels": "2,4", "bf_levels": "0.75,0.25",
+                                    "trigger": "crossing"})
+    assert initial_tunables(cfg) == Tunables(bf=0.75, window=2)
+    assert initial_tunables(BatchConfig(priority="metric-aware", adaptive="w")) == Tunables()
+    assert initial_tunables(BatchConfig(priority="metric-aware", bf=0.5, window=3,
+                                        adaptive="2d")) == Tunables(bf=0.5, window=3)
+    res = simulate_batch(_load_pattern(), n_hosts=HOSTS, config=cfg)
+    assert {c.window for c in res.tuning} <= {2, 4} and {c.bf for c in res.tuning} <= {
+        0.75, 0.25}
+
+
+def test_options_that_change_nothing_are_warned_about(tmp_path):
+    from cosim.experiment import RunOptions, prepare
+
+    swf = tmp_path / "w.swf"
+    swf.write_text("1 0 -1 10 1 -1 -1 1 20 -1 1 -1 -1 -1 -1 -1 -1 -1\n")
+    warnings: list[str] = []
+    prepare(RunOptions(workload=str(swf), priority="metric-aware", makespan_cap_s=100.0,
+                       adaptive="bf", tuner_params={"w_levels": "1,4"}), warn=warnings.append)
+    assert any("--makespan-cap" in w for w in warnings)
+    assert any("w_levels" in w and "does not tune W" in w for w in warnings)
+    warnings.clear()
+    prepare(RunOptions(workload=str(swf), priority="metric-aware", window=3,
+                       adaptive="2d", makespan_cap_s=100.0), warn=warnings.append)
+    assert not warnings
+
+
 def test_tuner_options_are_checked():
     with pytest.raises(InputError, match="balance factor"):
         BatchConfig(adaptive="bf")  # fcfs has no BF
@@ -340,6 +386,10 @@ def test_tuner_options_are_checked():
         BatchConfig(adaptive="w", tuner_params={"direction": "up"})
     with pytest.raises(InputError, match="adaptive"):
         BatchConfig(adaptive="3d")
+    with pytest.raises(InputError, match="tuner-param.u_short_s.*at most"):
+        BatchConfig(adaptive="w", tuner_params={"u_short_s": "1e300"})
+    with pytest.raises(InputError, match="tuner-param.check_interval_s.*> 0"):
+        BatchConfig(adaptive="w", tuner_params={"check_interval_s": "1e-12"})
 
 
 def test_the_tuner_log_reaches_results_and_the_trace(tmp_path):

@@ -51,9 +51,10 @@ def _mpi_run(tmp_path, k, *extra, timeout=300):
 
 
 # SS and FSC: ALS ranks promise lower bounds (LoopRun.done_bound) and are skipped by rounds
-# metric-aware: the balanced order ranked at every pass, the window search and the 2D tuner
-METRIC_AWARE = ("--priority", "metric-aware", "--window", "3", "--adaptive", "2d",
-                "--tuner-param", "check_interval_s=600")
+# metric-aware: the balanced order ranked at every pass (from BF 0.5, tuned), the window
+# search (W = 3, not tuned)
+METRIC_AWARE = ("--priority", "metric-aware", "--bf", "0.5", "--window", "3", "--adaptive",
+                "bf", "--tuner-param", "check_interval_s=600")
 
 
 @pytest.mark.parametrize("technique, rca, malleable, extra", [

@@ -94,7 +94,7 @@ from cosim.protocol.messages import (
 )
 from cosim.workload.jobs import Job, JobOutcome
 
-__all__ = ["BatchConfig", "BatchScheduler", "check_machine"]
+__all__ = ["BatchConfig", "BatchScheduler", "check_machine", "initial_tunables"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,8 +133,9 @@ class BatchConfig:
         in [0, 1]; None: 1 (the `Tunables` default). Refused with a priority without one.
     window:
         Window-based allocation (`cosim.bls.policies.window`): the first `window` queued jobs
-        are tried in every order and the backfill policy plans the best; 1 (default) = none,
-        at most `WINDOW_MAX`.
+        are tried in every order and the backfill policy plans the best; 1 = none, at most
+        `WINDOW_MAX`; None (default): 1, or the tuner's first level with ``adaptive`` w/2d
+        (`initial_tunables`).
     makespan_cap:
         The window search's cap in ticks (Cobalt's 100000 s quirk; None: no cap).
     adaptive:
@@ -164,7 +165,7 @@ class BatchConfig:
     malleable_params: Mapping[str, str] = field(default_factory=dict)
     bf_interval: int = 0
     bf: float | None = None
-    window: int = 1
+    window: int | None = None
     makespan_cap: int | None = None
     adaptive: str = "off"
     tuner_params: Mapping[str, str] = field(default_factory=dict)
@@ -207,8 +208,8 @@ class BatchConfig:
         if self.bf is not None and not (isinstance(self.bf, int | float)
                                         and 0.0 <= self.bf <= 1.0):
             raise InputError(f"must be in [0, 1], got {self.bf!r}", field="bf")
-        if isinstance(self.window, bool) or not isinstance(self.window, int) \
-                or not 1 <= self.window <= WINDOW_MAX:
+        if self.window is not None and (isinstance(self.window, bool) or not isinstance(
+                self.window, int) or not 1 <= self.window <= WINDOW_MAX):
             raise InputError(f"must be an integer in [1, {WINDOW_MAX}] (the jobs whose order "
                              f"the window search tries: {WINDOW_MAX}! = 720 orders at most), "
                              f"got {self.window!r}", field="window")
@@ -231,6 +232,20 @@ class BatchConfig:
                              field="makespan-cap")
         object.__setattr__(self, "backfill", policies.backfill(self.backfill).name)
         object.__setattr__(self, "selection", policies.selection(self.selection).name)
+
+
+def initial_tunables(config: BatchConfig) -> Tunables:
+    """The tunables a run starts with: ``bf`` and ``window`` as given, else the tuner's
+    first levels for what it tunes (Ti: ``bf_levels[0]``, ``w_levels[0]``), else 1 and 1."""
+    params = (build(TunerParams, config.tuner_params, section="tuner-param")
+              if config.adaptive != "off" else None)
+    bf = config.bf
+    if bf is None:
+        bf = params.bf_levels[0] if params and config.adaptive in ("bf", "2d") else 1.0
+    window = config.window
+    if window is None:
+        window = params.w_levels[0] if params and config.adaptive in ("w", "2d") else 1
+    return Tunables(bf=float(bf), window=window)
 
 
 def check_machine(config: BatchConfig, cores: Sequence[int]) -> None:
@@ -263,14 +278,10 @@ class BatchScheduler:
         # a dynamic order ranks the queue at every pass (`_rerank`) with the tunables in force
         self._rank = None if order is None else order.rank
         self.tuner: Tuner | None = None
-        bf = 1.0
         if config.adaptive != "off":
-            params = build(TunerParams, config.tuner_params, section="tuner-param")
-            self.tuner = Tuner(config.adaptive, params, len(cores))
-            if config.adaptive in ("bf", "2d"):
-                bf = params.bf_levels[0]  # Ti
-        self.tunables = Tunables(bf=bf if config.bf is None else float(config.bf),
-                                 window=config.window)
+            self.tuner = Tuner(config.adaptive, build(TunerParams, config.tuner_params,
+                                                      section="tuner-param"), len(cores))
+        self.tunables = initial_tunables(config)
         # ... on the queue's columns, kept in queue order; `seq` numbers the jobs as they
         # are queued, and the jobs queued at the last ranking are those below `_rank_mark`
         self._qcols = QueueColumns()

@@ -31,7 +31,8 @@ checkpoint; ``"crossing"`` (the slides' Ep/Em events) changes it only when the s
 since the previous checkpoint (δ = 0 counts as "<= 0"), so it keeps its initial value until
 the first crossing. Initial values: ``--bf`` (default ``bf_levels[0]``) and ``--window``
 (default ``w_levels[0]``). Every checkpoint is logged ``(t, Q minutes, U_short, U_long, BF,
-W)`` (`Checkpoint`) for ``results.h5`` and the trace.
+W)`` (`Checkpoint`) for ``results.h5`` and the trace. With a scheduling quantum the
+checkpoints are taken at the first decision time at or after them.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from cosim.core.clock import TICKS_PER_SECOND
+from cosim.core.clock import TICKS_PER_SECOND, duration_problem, to_ticks
 from cosim.errors import InputError
 
 __all__ = ["ADAPTIVE_MODES", "TunerParams", "Checkpoint", "Tuner"]
@@ -70,9 +71,10 @@ class TunerParams:
     def __post_init__(self) -> None:
         for name in ("check_interval_s", "q_window_s", "u_short_s", "u_long_s"):
             value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0 and round(value * TICKS_PER_SECOND)):
-                raise InputError(f"must be a positive number of seconds, got {value!r}",
-                                 field=f"tuner-param.{name}")
+            problem = duration_problem(value) or (
+                None if to_ticks(value) > 0 else f"must be > 0 seconds, got {value!r}")
+            if problem:
+                raise InputError(problem, field=f"tuner-param.{name}")
         if len(self.bf_levels) != 2 or not all(0.0 <= b <= 1.0 for b in self.bf_levels):
             raise InputError(f"two balance factors in [0, 1], got {self.bf_levels!r}",
                              field="tuner-param.bf_levels")
@@ -101,10 +103,6 @@ class Checkpoint:
     window: int
 
 
-def _ticks(seconds: float) -> int:
-    return round(seconds * TICKS_PER_SECOND)
-
-
 class Tuner:
     """The tuner's state in one simulation (module docstring): its checkpoints, the busy
     hosts' history and the trailing queue depths. `observe` is told the busy hosts at the
@@ -119,17 +117,20 @@ class Tuner:
                              f"{', '.join(ADAPTIVE_MODES)})", field="adaptive")
         self.mode, self.params, self.n_hosts = mode, params, n_hosts
         self.log: list[Checkpoint] = []
-        self._ci = _ticks(params.check_interval_s)
-        self._short, self._long = _ticks(params.u_short_s), _ticks(params.u_long_s)
-        self._qwin = _ticks(params.q_window_s)
+        self._ci = to_ticks(params.check_interval_s)
+        self._short, self._long = to_ticks(params.u_short_s), to_ticks(params.u_long_s)
+        self._qwin = to_ticks(params.q_window_s)
         self._next: int | None = None  # set at the first submission
         # busy hosts as a step function: from _times[k] on, _busy[k] hosts; _area[k] =
         # busy host-ticks on [0, _times[k])
         self._times: list[int] = [0]
         self._busy: list[int] = [0]
         self._area: list[int] = [0]
-        self._qs: deque[tuple[int, float]] = deque()  # (tick, Q) of the trailing window
-        self._qsum = 0.0
+        # (tick, Q in ticks) of the trailing window, and their sum: integers, so the mean's
+        # comparison is exact (a float sum drifts: an empty queue would look deeper than
+        # the mean of empty queues)
+        self._qs: deque[tuple[int, int]] = deque()
+        self._qsum = 0
         self._signs: dict[str, bool | None] = {"bf": None, "w": None}
 
     def start(self, t0: int) -> None:
@@ -172,22 +173,23 @@ class Tuner:
         """The checkpoint at `t` (= `due`), with the submit ticks of the queued jobs and the
         tunables in force; returns the new tunables and schedules the next checkpoint."""
         p = self.params
-        q = sum(t - s for s in submits) / (60 * TICKS_PER_SECOND)
+        q_ticks = sum(t - s for s in submits)
+        q = q_ticks / (60 * TICKS_PER_SECOND)
         u_short, u_long = self.utilization(t, self._short), self.utilization(t, self._long)
         if self.mode in ("bf", "2d"):
             if p.q_threshold_min is not None:
-                dq = q - p.q_threshold_min
-            else:
+                deeper = q > p.q_threshold_min
+            else:  # Q > the mean of the window's earlier Qs: Q n > their sum, in integers
                 while self._qs and self._qs[0][0] < t - self._qwin:
                     self._qsum -= self._qs.popleft()[1]
-                dq = q - self._qsum / len(self._qs) if self._qs else 0.0
-            bf = self._set("bf", dq > 0, bf, p.bf_levels[1], p.bf_levels[0])
+                deeper = bool(self._qs) and q_ticks * len(self._qs) > self._qsum
+                self._qs.append((t, q_ticks))
+                self._qsum += q_ticks
+            bf = self._set("bf", deeper, bf, p.bf_levels[1], p.bf_levels[0])
         if self.mode in ("w", "2d"):
             low, high = p.w_levels
             if_rising, if_not = (high, low) if p.direction == "rising" else (low, high)
             window = self._set("w", u_short - u_long > 0, window, if_rising, if_not)
-        self._qs.append((t, q))
-        self._qsum += q
         self.log.append(Checkpoint(t, q, u_short, u_long, bf, window))
         self._next = t + self._ci
         return bf, window

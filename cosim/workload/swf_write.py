@@ -70,7 +70,7 @@ _STATUS = {"completed": 1, "killed": 0, "rejected": 5}
 _DEFAULT_INFO: tuple = ("", "rigid", 0, False, (), "rigid", ())
 _RESERVED = frozenset(("category", "app", "priority", "exclusion_ok", *MARK_KEYS, *MODEL_KEYS))
 _SCHEDULE_NOTE = ("simulated schedule written by cosim: wait = start - submit, run time = "
-                  "end - start, allocated processors = hosts x cores per host; status 1 "
+                  "end - start, allocated processors = the cores of the hosts held; status 1 "
                   "completed, 0 killed at its requested time, 5 rejected (never started)")
 
 

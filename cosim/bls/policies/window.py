@@ -13,8 +13,8 @@ queue ``q`` (priority order) and ``k = min(W, len(q))``:
    the latest ``start + walltime`` of the window;
 3. π* is the first π with the smallest M (strict ``<``: ties keep the earlier order, so
    the identity wins every tie), and the wrapped policy plans the queue
-   ``π*(q[0:k]) + q[k:]``. A policy that keeps a memo (conservative) gets none when π* is
-   not the identity: its schedule was made in another order.
+   ``π*(q[0:k]) + q[k:]``. A policy that keeps a memo (conservative) gets none: it plans
+   afresh at every pass (policies.md §1.3 step 6), since the orders it is given change.
 
 Result-preserving shortcuts (the identity comes first and ties keep the first): no search
 when ``k <= 1`` or when the whole window fits now (its M is then the lower bound ``now +
@@ -102,9 +102,11 @@ def best_order(view: PassView, window: int, makespan_cap: int | None = None
 def plan(view: PassView, inner: Callable[[PassView], Plan], window: int,
          makespan_cap: int | None = None) -> Plan:
     """The wrapped policy's plan on the queue in the best window order (module docstring)."""
+    if window <= 1:
+        return inner(view)
     order, _ = best_order(view, window, makespan_cap)
     if order == tuple(range(len(order))):
-        return inner(view)
+        return inner(replace(view, memo=None))
     queue = view.queue
     head = tuple(queue[i] for i in order)
     return inner(replace(view, queue=head + tuple(queue[len(order):]), memo=None))
