@@ -201,6 +201,10 @@ def build_parser(listing: bool = False) -> argparse.ArgumentParser:
                      "q_threshold_min (default: the trailing mean), q_window_s, "
                      "w_levels=1,4, u_short_s, u_long_s, direction=falling|rising, "
                      "trigger=level|crossing, pass_at_checkpoint")
+    run.add_argument("--values", metavar="FILE.csv", default=None,
+                     help="job values (value- and power-aware scheduling): a CSV "
+                     "job_id,value,soft_s,hard_s[,value_min,decay] that wins over the trace's "
+                     "CosimApp value keys; the summary then reports productivity")
     run.add_argument("--unfair-replayed", action="store_true",
                      help="also count Sabin's unfair jobs: each job's fair start replayed "
                      "under the same policies without the jobs that arrived after it (one "
@@ -424,7 +428,7 @@ def _run_options(args: argparse.Namespace, workload: str):
         quantum_s=args.quantum, bf_interval_s=args.bf_interval, bf=args.bf,
         window=args.window, makespan_cap_s=args.makespan_cap, adaptive=args.adaptive,
         tuner_params=parse_pairs(args.tuner_param, option="tuner-param"),
-        unfair_replayed=args.unfair_replayed, seed=args.seed,
+        unfair_replayed=args.unfair_replayed, values=args.values, seed=args.seed,
         out=args.out,
         malleable=args.malleable,
         malleable_params=_sd_pairs(args),

@@ -64,6 +64,7 @@ class RunOptions:
     adaptive: str = "off"
     tuner_params: Mapping[str, str] = field(default_factory=dict)
     unfair_replayed: bool = False
+    values: str | None = None
     malleable: str = "none"
     malleable_params: Mapping[str, str] = field(default_factory=dict)
     malleable_fraction: float | None = None
@@ -193,6 +194,12 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                             skip_zero_runtime=opt.skip_zero_runtime, warn=warn)
     if not workload.jobs:
         raise InputError("no job to simulate", file=opt.workload)
+    if opt.values is not None:  # per-job values: they win over the trace's CosimApp ones
+        from cosim.workload.value import read_values
+
+        values = read_values(opt.values, workload.jobs)
+        workload = replace(workload, jobs=tuple(
+            replace(j, value=values[j.id]) if j.id in values else j for j in workload.jobs))
     if opt.exclusion_ok != "trace":
         allow = opt.exclusion_ok == "all"
         workload = replace(workload, jobs=tuple(replace(j, exclusion_ok=allow)

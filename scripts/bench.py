@@ -203,6 +203,30 @@ def _metric_aware(repeat):
     return rows
 
 
+@bench("values: a per-job value sidecar for KTH-SP2 (28,475 rows) read, and the run's "
+       "productivity")
+def _values(repeat):
+    from dataclasses import replace
+
+    from cosim.paths import TRACES_DIR
+    from cosim.runner import simulate
+    from cosim.workload.swf import read_swf
+    from cosim.workload.value import productivity, read_values
+
+    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "values.csv"
+        path.write_text("job_id,value,soft_s,hard_s\n" + "".join(
+            f"{j.id},{1 + j.id % 3},{2 * j.walltime / 1e9 + 1},{6 * j.walltime / 1e9 + 2}\n"
+            for j in w.jobs))
+        wall, values = best(repeat, lambda: read_values(path, w.jobs))
+    jobs = [replace(j, value=values[j.id]) for j in w.jobs]
+    res = simulate(jobs, n_hosts=100)
+    wall_p, _ = best(repeat, lambda: productivity(res.outcomes))
+    return [("sidecar read (rows/s)", len(jobs) / wall, "rows/s", None),
+            ("productivity (jobs/s)", len(jobs) / wall_p, "jobs/s", None)]
+
+
 @bench("bls: 200,000 Lublin-like jobs on 5,040 hosts, EASY (target < 60 s)")
 def _big(repeat):
     import numpy as np

@@ -32,6 +32,7 @@ from cosim.core.clock import TICKS_PER_SECOND
 from cosim.bls.alloclog import YIELDED
 from cosim.output.tables import busy_host_series, busy_rows
 from cosim.workload.jobs import JobOutcome
+from cosim.workload.value import productivity
 
 __all__ = ["makespan", "utilization", "occupancy", "esp_efficiency", "pe_utilization", "machine_pes",
            "mean_wait", "mean_response",
@@ -453,10 +454,12 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     ``unfair_jobs``, ``yields`` (hosts yielded, in total: RCA),
     ``lends`` (hosts lent, in total: each owner's host counted once, at its first lend),
     ``shrinks`` and ``expands`` (resize commands obeyed, in total), ``resized_jobs`` (jobs
-    shrunk or expanded at least once) and ``pe_utilization`` (`pe_utilization`; None when
-    `cores_per_host`, one count or one per host, is not given). `allocations`, the run's
-    allocation log, makes ``utilization`` and ``loss_of_capacity`` right for runs with resizes or shared hosts
-    (the same values for the others); ``unfair_jobs`` replays each job on every host it
+    shrunk or expanded at least once), ``pe_utilization`` (`pe_utilization`; None when
+    `cores_per_host`, one count or one per host, is not given), and, when some job has a
+    value (`cosim.workload.value`), ``productivity``, ``normalized_productivity`` and
+    ``completion_rate`` (`cosim.workload.value.productivity`). `allocations`, the run's
+    allocation log, makes ``utilization`` and ``loss_of_capacity`` right for runs with
+    resizes or shared hosts (the same values for the others); ``unfair_jobs`` replays each job on every host it
     ever used.
     """
     ran = _Ran(_ran(outcomes))
@@ -484,4 +487,5 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
         "resized_jobs": sum(1 for o in ran if o.shrinks or o.expands),
         "pe_utilization": None if cores_per_host is None else
         pe_utilization(ran, n_hosts, cores_per_host, allocations=allocations),
+        **(productivity(outcomes) if any(o.job.value is not None for o in outcomes) else {}),
     }

@@ -18,7 +18,9 @@ runs; ``evolving`` jobs would ask for changes themselves — no policy acts on s
 `min_pes`/`max_pes` default to `pes` (0 means "not given"); a rigid or evolving job always has
 ``min_pes == max_pes == pes`` (whatever is given). `pes` stays the *reference* allocation: a trace job's
 `runtime` is its run time on `pes` PEs spread over `hosts` hosts, and `model` (a
-`RuntimeModel`) says how the run time changes on another allocation.
+`RuntimeModel`) says how the run time changes on another allocation. `value` (a
+`cosim.workload.value.JobValue`, None when the workload gives none) is what the job earns
+as a function of its completion time (value- and power-aware scheduling).
 `JobOutcome` is what a simulation made of a job.
 """
 
@@ -27,10 +29,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from cosim.core.indexset import IndexSet
 from cosim.workload.runtime_models import IDEAL, RuntimeModel
+
+if TYPE_CHECKING:
+    from cosim.workload.value import JobValue
 
 __all__ = ["Job", "JobOutcome", "KINDS", "RESIZABLE"]
 
@@ -64,6 +69,7 @@ class Job:
     min_pes: int = 0
     max_pes: int = 0
     model: RuntimeModel = IDEAL
+    value: JobValue | None = None
 
     def __post_init__(self) -> None:
         if self.id < 0:

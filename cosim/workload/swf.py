@@ -47,7 +47,11 @@ moldable or malleable (rigid and evolving jobs run on exactly their PEs), a boun
 way being the job's PEs; the runtime model ``model=ideal|worst|amdahl|table`` with ``f=``,
 ``balance=``, ``table=p:t,p:t``, ``reconf_s=``, ``reconf_pe_s=``, ``reconf=PRESET``
 (`cosim.workload.runtime_models.model_from_pairs`). ``min_pes > max_pes``, in the comment or
-once a job's PEs are known (the message then names the job), is an error. A bad comment
+once a job's PEs are known (the message then names the job), is an error. (7) It gives the
+jobs a value (`cosim.workload.value`; never in ``app_params``): ``value=``, ``value_min=``,
+``soft=``/``hard=`` (multiples of each job's requested time, or seconds as ``3600s``) and
+``decay=linear|exp|step``; a threshold pair that fails for a job (``soft > hard``) names
+the job (``field CosimApp``). A bad comment
 raises `InputError` ``FILE:LINE: field KEY: problem`` (``field CosimApp`` for its syntax and
 the keys of (5)). Jobs are returned sorted by ``(submit, id)``.
 """
@@ -73,6 +77,7 @@ from cosim.errors import InputError
 from cosim.workload.jobs import CATEGORY_CHARS, KINDS, Job
 from cosim.workload.marking import MARKABLE_KINDS, decimal_text, pe_bounds
 from cosim.workload.runtime_models import IDEAL, RuntimeModel, model_from_pairs
+from cosim.workload.value import VALUE_KEYS, value_from_pairs
 
 __all__ = [
     "FIELD_NAMES", "N_FIELDS", "COSIM_APP_KEY", "SwfRecord", "SwfReader", "SwfWorkload",
@@ -136,6 +141,7 @@ class AppInfo:
     priority: int = 0
     exclusion_ok: bool = False
     params: tuple[tuple[str, str], ...] = ()
+    value: tuple[tuple[str, str], ...] = ()  # the job value keys (`cosim.workload.value`)
     kind: Literal["rigid", "moldable", "malleable", "evolving"] = "rigid"
     min_pes: int = 0
     max_pes: int = 0
@@ -425,6 +431,12 @@ def parse_cosim_app(value: str, *, file: str | None = None,
     excl = info.pop("exclusion_ok", "0")
     if excl not in ("0", "1"):
         raise bad(f"exclusion_ok must be 0 or 1, got {excl!r}")
+    value = {k: info.pop(k) for k in VALUE_KEYS if k in info}
+    if value:  # what the thresholds' multiples do not decide is checked now
+        try:
+            value_from_pairs(value, TICKS_PER_SECOND)
+        except ValueError as exc:
+            raise bad(str(exc)) from None
     marks = {k: info.pop(k) for k in MARK_KEYS if k in info}
     model_pairs = {k: info.pop(k) for k in MODEL_KEYS if k in info}
     bounds = _parse_bounds(marks, file, line)
@@ -442,7 +454,7 @@ def parse_cosim_app(value: str, *, file: str | None = None,
                 from None
     return int(tokens[0]), AppInfo(category=category, app=app, priority=int(prio),
                                    exclusion_ok=excl == "1", params=tuple(info.items()),
-                                   model=model, **bounds)
+                                   value=tuple(value.items()), model=model, **bounds)
 
 
 def _positive_number(text: str) -> bool:
@@ -692,10 +704,17 @@ def _with_app(job: Job, apps: dict[int, tuple[AppInfo, int]], path: str) -> Job:
         if lo > hi:
             raise InputError(_bounds_problem(job, info, lo, hi), file=path, line=line,
                              field=_bounds_key(info))
+    value = None
+    if info.value:
+        try:
+            value = value_from_pairs(dict(info.value), job.walltime)
+        except ValueError as exc:
+            raise InputError(f"job {job.id}: {exc}", file=path, line=line,
+                             field=COSIM_APP_KEY) from None
     return dataclasses.replace(job, category=info.category, app=info.app,
                                priority=info.priority, exclusion_ok=info.exclusion_ok,
                                app_params=dict(info.params), kind=info.kind, min_pes=lo,
-                               max_pes=hi, model=info.model)
+                               max_pes=hi, model=info.model, value=value)
 
 
 def _bounds_key(info: AppInfo) -> str:

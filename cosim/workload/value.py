@@ -1,0 +1,203 @@
+"""Job value (Kumbhare et al.; docs/reference/policies.md §2.2, §3.3): what a job earns as a
+function of when it completes.
+
+A job's value is ``v`` while it completes within its *soft threshold* ST of its submission,
+decays towards ``u`` (``value_min``, default 0) until its *hard threshold* HT, and is 0 from
+HT on (elapsed time ``a = completion - submit``)::
+
+    V(a) = v                                     a <= ST
+         = v - (v - u) (a - ST) / (HT - ST)      ST < a < HT   (decay "linear", default)
+         = v exp(-k (a - ST)), k = ln(v/u)/(HT - ST)            (decay "exp": needs u > 0)
+         = u                                                    (decay "step")
+         = 0                                     a >= HT
+
+Killed, dropped and rejected jobs earn 0. The thresholds are given as multiples of the
+job's requested time (``soft=2``: twice its walltime) or in seconds with an ``s`` suffix
+(``soft=3600s``); defaults σ = 2 and η = 6 (spec §2.7, cosim's choice: the paper's generator
+is not published). A trace carries values per executable number in its ``; CosimApp:`` lines
+(keys ``value``, ``value_min``, ``soft``, ``hard``, ``decay``) or per job in a CSV sidecar
+(`read_values`: ``job_id,value,soft_s,hard_s[,value_min,decay]``, seconds after submit),
+which wins. Thresholds are integer ticks; values are floats computed in one fixed order.
+`cosim.workload.swf_write.write_jobs_swf` does not write values back (a job's thresholds
+are then absolute): keep the sidecar with the trace.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from cosim.core.clock import duration_problem, to_ticks
+from cosim.errors import InputError
+from cosim.workload.jobs import Job, JobOutcome
+
+__all__ = ["JobValue", "VALUE_KEYS", "DECAYS", "value_at", "earned", "value_from_pairs",
+           "read_values", "productivity"]
+
+#: the CosimApp keys of a job's value
+VALUE_KEYS = ("value", "value_min", "soft", "hard", "decay")
+DECAYS = ("linear", "exp", "step")
+#: the thresholds of a job given only a value: ST = 2, HT = 6 times its requested time
+DEFAULT_SOFT, DEFAULT_HARD = 2.0, 6.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobValue:
+    """A job's value curve (module docstring): `v` at most `soft` ticks after submission,
+    then decaying (`decay`) towards `u` until `hard` ticks, 0 from then on."""
+
+    v: float
+    u: float = 0.0
+    soft: int
+    hard: int
+    decay: Literal["linear", "exp", "step"] = "linear"
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.v) and self.v > 0):
+            raise ValueError(f"value must be > 0, got {self.v!r}")
+        if not (math.isfinite(self.u) and 0 <= self.u <= self.v):
+            raise ValueError(f"value_min must be in [0, value], got {self.u!r}")
+        if not 0 < self.soft <= self.hard:
+            raise ValueError(f"thresholds need 0 < soft <= hard, got {self.soft}, {self.hard}")
+        if self.decay not in DECAYS:
+            raise ValueError(f"unknown decay {self.decay!r} (known: {', '.join(DECAYS)})")
+        if self.decay == "exp" and self.u <= 0:
+            raise ValueError("an exp decay needs value_min > 0 (it never reaches 0)")
+
+
+def value_at(value: JobValue, elapsed: int) -> float:
+    """V after `elapsed` ticks since submission (module docstring)."""
+    if elapsed <= value.soft:
+        return value.v
+    if elapsed >= value.hard:
+        return 0.0
+    if value.decay == "step":
+        return value.u
+    frac = (elapsed - value.soft) / (value.hard - value.soft)
+    if value.decay == "exp":
+        return value.v * math.exp(-math.log(value.v / value.u) * frac)
+    return value.v - (value.v - value.u) * frac
+
+
+def earned(outcome: JobOutcome) -> float:
+    """What a job earned: its value at its completion; 0 unless it completed, and for a job
+    without a value."""
+    value = outcome.job.value
+    if value is None or outcome.status != "completed" or outcome.end is None:
+        return 0.0
+    return value_at(value, outcome.end - outcome.job.submit)
+
+
+def productivity(outcomes: Sequence[JobOutcome]) -> dict[str, float]:
+    """System productivity (the value earned, summed in job id order), normalised by the
+    value all jobs could earn, and the completion rate (jobs completed / jobs submitted)."""
+    ordered = sorted(outcomes, key=lambda o: o.job.id)
+    total = sum(earned(o) for o in ordered)
+    possible = sum(o.job.value.v for o in ordered if o.job.value is not None)
+    done = sum(1 for o in ordered if o.status == "completed")
+    return {"productivity": total,
+            "normalized_productivity": total / possible if possible else 0.0,
+            "completion_rate": done / len(ordered) if ordered else 0.0}
+
+
+def _threshold(text: str, walltime: int, *, what: str) -> int:
+    """``2`` (times the requested time) or ``3600s`` (seconds), as ticks."""
+    try:
+        if text.endswith("s"):
+            seconds = float(text[:-1])
+            problem = duration_problem(seconds)
+            if problem:
+                raise ValueError(problem)
+            return to_ticks(seconds)
+        factor = float(text)
+    except ValueError as exc:
+        msg = str(exc) if "seconds" in str(exc) else (
+            f"expected a multiple of the requested time (2) or seconds (3600s), got {text!r}")
+        raise ValueError(f"{what}: {msg}") from None
+    if not (math.isfinite(factor) and factor > 0):
+        raise ValueError(f"{what}: a multiple of the requested time must be > 0, got {text!r}")
+    return max(round(factor * max(walltime, 1)), 1)
+
+
+def value_from_pairs(pairs: Mapping[str, str], walltime: int) -> JobValue | None:
+    """The value of a job of requested time `walltime` (ticks) from CosimApp-style pairs
+    (`VALUE_KEYS`; others ignored); None when none is given. ValueError naming the key."""
+    if not any(k in pairs for k in VALUE_KEYS):
+        return None
+    try:
+        v = float(pairs.get("value", "1"))
+        u = float(pairs.get("value_min", "0"))
+    except ValueError:
+        raise ValueError(f"value and value_min must be numbers, got {pairs.get('value')!r}, "
+                         f"{pairs.get('value_min')!r}") from None
+    soft = _threshold(pairs.get("soft", str(DEFAULT_SOFT)), walltime, what="soft")
+    hard = _threshold(pairs.get("hard", str(DEFAULT_HARD)), walltime, what="hard")
+    return JobValue(v=v, u=u, soft=soft, hard=hard, decay=pairs.get("decay", "linear"))
+
+
+def read_values(path: str | os.PathLike[str], jobs: Sequence[Job]) -> dict[int, JobValue]:
+    """A sidecar of per-job values: a CSV with a header naming ``job_id``, ``value``,
+    ``soft_s`` and ``hard_s`` (seconds after submission) and optionally ``value_min`` and
+    ``decay``; one row per job, each naming a job of `jobs`. `InputError` naming the file,
+    line and field for a missing file or column, a bad number, an unknown or repeated job."""
+    p = Path(path)
+    by_id = {j.id: j for j in jobs}
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("no such file", file=p) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}", file=p) from None
+    rows = csv.reader(text.splitlines())
+    header = next(rows, None)
+    need = ("job_id", "value", "soft_s", "hard_s")
+    if header is None or any(k not in [h.strip() for h in header] for k in need):
+        raise InputError(f"the header must name {', '.join(need)} (and optionally value_min, "
+                         "decay)", file=p, line=1)
+    names = [h.strip() for h in header]
+    unknown = [n for n in names if n not in (*need, "value_min", "decay")]
+    if unknown:
+        raise InputError(f"unknown column {unknown[0]!r}", file=p, line=1)
+    out: dict[int, JobValue] = {}
+    for line, row in enumerate(rows, start=2):
+        if not row or not any(c.strip() for c in row):
+            continue
+        if len(row) != len(names):
+            raise InputError(f"{len(row)} fields, the header has {len(names)}", file=p,
+                             line=line)
+        cell = dict(zip(names, (c.strip() for c in row), strict=True))
+        try:
+            jid = int(cell["job_id"])
+        except ValueError:
+            raise InputError(f"not a job id: {cell['job_id']!r}", file=p, line=line,
+                             field="job_id") from None
+        if jid not in by_id:
+            raise InputError(f"no job {jid} in the workload", file=p, line=line,
+                             field="job_id")
+        if jid in out:
+            raise InputError(f"job {jid} given twice", file=p, line=line, field="job_id")
+        field = "value"
+        try:
+            v = float(cell["value"])
+            field = "value_min"
+            u = float(cell.get("value_min") or 0)
+            ticks = []
+            for field in ("soft_s", "hard_s"):
+                seconds = float(cell[field])
+                problem = duration_problem(seconds)
+                if problem:
+                    raise ValueError(problem)
+                ticks.append(to_ticks(seconds))
+            field = "value"
+            out[jid] = JobValue(v=v, u=u, soft=ticks[0], hard=ticks[1],
+                                decay=cell.get("decay") or "linear")
+        except ValueError as exc:
+            msg = str(exc) if "could not convert" not in str(exc) else (
+                f"not a number: {cell[field]!r}")
+            raise InputError(msg, file=p, line=line, field=field) from None
+    return out

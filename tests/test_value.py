@@ -1,0 +1,154 @@
+"""Job value (Kumbhare et al.; docs/reference/policies.md §2.2, §3.3; check VP-1): the value
+curves, their sources (CosimApp keys per executable number, a per-job CSV sidecar), and the
+productivity a run reports."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cosim.cli import main
+from cosim.errors import InputError
+from cosim.workload.jobs import Job, JobOutcome
+from cosim.workload.swf import read_swf
+from cosim.workload.value import JobValue, productivity, read_values, value_at, \
+    value_from_pairs
+
+S = 1_000_000_000
+
+
+# -- VP-1: the curves -------------------------------------------------------------------------
+
+def test_the_value_curve_points():
+    lin = JobValue(v=10.0, u=0.0, soft=100 * S, hard=300 * S)
+    assert value_at(lin, 0) == value_at(lin, 100 * S) == 10.0  # v up to ST
+    assert value_at(lin, 200 * S) == 5.0  # (v + u) / 2 halfway
+    assert value_at(lin, 300 * S) == value_at(lin, 10**6 * S) == 0.0  # 0 from HT on
+    with_u = JobValue(v=10.0, u=4.0, soft=100 * S, hard=300 * S)
+    assert value_at(with_u, 200 * S) == 7.0
+    assert value_at(with_u, 300 * S - 1) == pytest.approx(4.0, abs=1e-9)
+    assert value_at(with_u, 300 * S) == 0.0
+    exp = JobValue(v=16.0, u=1.0, soft=100 * S, hard=300 * S, decay="exp")
+    assert value_at(exp, 200 * S) == pytest.approx(4.0, rel=1e-12)  # sqrt(v u) halfway
+    step = JobValue(v=16.0, u=1.0, soft=100 * S, hard=300 * S, decay="step")
+    assert [value_at(step, t * S) for t in (100, 101, 299, 300)] == [16.0, 1.0, 1.0, 0.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0.01, 1e6), st.floats(0.0, 1.0), st.integers(1, 10**6),
+       st.integers(0, 10**6), st.sampled_from(["linear", "exp", "step"]),
+       st.lists(st.integers(0, 3 * 10**6), min_size=2, max_size=8))
+def test_the_curves_never_increase(v, ufrac, soft, extra, decay, times):
+    u = v * ufrac if decay != "exp" else max(v * ufrac, v * 1e-6)
+    value = JobValue(v=v, u=u, soft=soft, hard=soft + extra, decay=decay)
+    vals = [value_at(value, t) for t in sorted(times)]
+    assert all(a >= b for a, b in zip(vals, vals[1:]))
+    assert all(0.0 <= x <= v for x in vals)
+
+
+@pytest.mark.parametrize("kwargs, problem", [
+    ({"v": 0.0}, "value must be > 0"), ({"v": -1.0}, "value must be > 0"),
+    ({"u": 20.0}, "value_min"), ({"soft": 10, "hard": 5}, "soft <= hard"),
+    ({"decay": "exp"}, "exp decay needs value_min > 0"), ({"decay": "cubic"}, "unknown decay"),
+])
+def test_bad_curves(kwargs, problem):
+    args = {"v": 10.0, "soft": 5, "hard": 10, **kwargs}
+    with pytest.raises(ValueError, match=problem):
+        JobValue(**args)
+
+
+def test_thresholds_as_multiples_or_seconds():
+    value = value_from_pairs({"value": "4", "soft": "2", "hard": "3600s"}, 100 * S)
+    assert (value.v, value.soft, value.hard) == (4.0, 200 * S, 3600 * S)
+    assert value_from_pairs({"hard": "7"}, 10 * S) == JobValue(v=1.0, soft=20 * S,
+                                                                  hard=70 * S)
+    assert value_from_pairs({"app": "rigid"}, S) is None
+    with pytest.raises(ValueError, match="soft: expected a multiple"):
+        value_from_pairs({"soft": "two"}, S)
+    with pytest.raises(ValueError, match="soft <= hard"):
+        value_from_pairs({"soft": "7", "hard": "3"}, S)
+
+
+# -- the sources ----------------------------------------------------------------------------
+
+LINE = "{id} {submit} -1 {run} 1 -1 -1 1 {wall} -1 1 -1 -1 {exe} -1 -1 -1 -1\n"
+
+
+def _swf(tmp_path, header: str, jobs=((1, 0, 10, 100, 1), (2, 5, 10, 50, 2))):
+    path = tmp_path / "v.swf"
+    path.write_text(header + "".join(LINE.format(id=i, submit=s, run=r, wall=w, exe=e)
+                                     for i, s, r, w, e in jobs))
+    return path
+
+
+def test_cosim_app_lines_give_values_per_executable(tmp_path):
+    path = _swf(tmp_path, "; CosimApp: 1 value=16 soft=2 hard=6\n; CosimApp: 2 category=B\n")
+    jobs = {j.id: j for j in read_swf(path).jobs}
+    assert jobs[1].value == JobValue(v=16.0, soft=200 * S, hard=600 * S)
+    assert "value" not in jobs[1].app_params
+    assert jobs[2].value is None
+
+
+@pytest.mark.parametrize("header, problem", [
+    ("; CosimApp: 1 value=-3\n", "v.swf:1: field CosimApp: value must be > 0"),
+    ("; CosimApp: 1 decay=cubic\n", "v.swf:1: field CosimApp: unknown decay"),
+    ("; CosimApp: 1 soft=2 hard=60s\n", "v.swf:1: field CosimApp: job 1: "),
+])
+def test_bad_values_in_the_trace_name_the_line(tmp_path, header, problem):
+    with pytest.raises(InputError) as err:
+        read_swf(_swf(tmp_path, header))
+    assert problem in str(err.value)
+
+
+def test_the_sidecar(tmp_path, capsys):
+    swf = _swf(tmp_path, "; MaxNodes: 2\n; CosimApp: 1 value=16\n")
+    csv = tmp_path / "values.csv"
+    csv.write_text("job_id,value,soft_s,hard_s,value_min\n2,4,20,60,1\n")
+    jobs = read_swf(swf).jobs
+    assert read_values(csv, jobs) == {2: JobValue(v=4.0, u=1.0, soft=20 * S, hard=60 * S)}
+    assert main(["run", "--workload", str(swf), "--values", str(csv), "--out",
+                 str(tmp_path / "o"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    # both complete within their soft thresholds: 16 + 4 of 20
+    assert (summary["productivity"], summary["normalized_productivity"],
+            summary["completion_rate"]) == (20.0, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("job,value\n", "values.csv:1: the header must name job_id, value, soft_s, hard_s"),
+    ("job_id,value,soft_s,hard_s,colour\n", "values.csv:1: unknown column 'colour'"),
+    ("job_id,value,soft_s,hard_s\n9,1,1,2\n", "values.csv:2: field job_id: no job 9"),
+    ("job_id,value,soft_s,hard_s\n1,1,1,2\n1,1,1,2\n", "values.csv:3: field job_id: job 1 "
+     "given twice"),
+    ("job_id,value,soft_s,hard_s\n1,x,1,2\n", "values.csv:2: field value: not a number"),
+    ("job_id,value,soft_s,hard_s\n1,1,-1,2\n", "values.csv:2: field soft_s: must be >= 0"),
+    ("job_id,value,soft_s,hard_s\n1,1,5,2\n", "values.csv:2: field value: thresholds need"),
+    ("job_id,value,soft_s,hard_s\n1,1,2\n", "values.csv:2: 3 fields, the header has 4"),
+])
+def test_bad_sidecars_are_one_line_errors(tmp_path, capsys, text, problem):
+    swf = _swf(tmp_path, "")
+    csv = tmp_path / "values.csv"
+    csv.write_text(text)
+    assert main(["run", "--workload", str(swf), "--values", str(csv), "--out",
+                 str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and problem in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_productivity_counts_completed_jobs_only():
+    value = JobValue(v=10.0, soft=10 * S, hard=30 * S)
+    job = Job(id=1, submit=0, hosts=1, pes=1, walltime=5 * S, runtime=5 * S, value=value)
+    outs = [JobOutcome(job=job, start=10 * S, end=20 * S, hosts=(0,), status="completed"),
+            JobOutcome(job=Job(id=2, submit=0, hosts=1, pes=1, walltime=S, runtime=2 * S,
+                               value=value), start=0, end=S, hosts=(0,), status="killed"),
+            JobOutcome(job=Job(id=3, submit=0, hosts=9, pes=9, walltime=S, runtime=S),
+                       start=None, end=None, hosts=(), status="rejected")]
+    got = productivity(outs)
+    assert got["productivity"] == 5.0  # job 1 at 20 s: halfway down; killed: 0
+    assert got["normalized_productivity"] == 5.0 / 20.0
+    assert math.isclose(got["completion_rate"], 1 / 3)
