@@ -205,6 +205,9 @@ def build_parser(listing: bool = False) -> argparse.ArgumentParser:
                      help="job values (value- and power-aware scheduling): a CSV "
                      "job_id,value,soft_s,hard_s[,value_min,decay] that wins over the trace's "
                      "CosimApp value keys; the summary then reports productivity")
+    run.add_argument("--drop-hopeless", choices=("on", "off"), default=None,
+                     help="drop queued jobs that can no longer earn value (default: on for "
+                     "--priority vpt|vpe, off otherwise)")
     run.add_argument("--unfair-replayed", action="store_true",
                      help="also count Sabin's unfair jobs: each job's fair start replayed "
                      "under the same policies without the jobs that arrived after it (one "
@@ -428,7 +431,9 @@ def _run_options(args: argparse.Namespace, workload: str):
         quantum_s=args.quantum, bf_interval_s=args.bf_interval, bf=args.bf,
         window=args.window, makespan_cap_s=args.makespan_cap, adaptive=args.adaptive,
         tuner_params=parse_pairs(args.tuner_param, option="tuner-param"),
-        unfair_replayed=args.unfair_replayed, values=args.values, seed=args.seed,
+        unfair_replayed=args.unfair_replayed, values=args.values,
+        drop_hopeless=None if args.drop_hopeless is None else args.drop_hopeless == "on",
+        seed=args.seed,
         out=args.out,
         malleable=args.malleable,
         malleable_params=_sd_pairs(args),

@@ -65,6 +65,7 @@ class RunOptions:
     tuner_params: Mapping[str, str] = field(default_factory=dict)
     unfair_replayed: bool = False
     values: str | None = None
+    drop_hopeless: bool | None = None
     malleable: str = "none"
     malleable_params: Mapping[str, str] = field(default_factory=dict)
     malleable_fraction: float | None = None
@@ -139,7 +140,7 @@ DEFAULT_PLATFORM = "ib256"
 def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepared:
     """Validate `opt` and read its inputs; every bad input raises `InputError` here, before
     any simulation (and, under MPI, on every rank before MPI is used)."""
-    from cosim.bls import BatchConfig
+    from cosim.bls import BatchConfig, policies
     from cosim.bls.scheduler import check_machine
     from cosim.platform import load_platform
     from cosim.workload.batsim import is_batsim, read_batsim
@@ -217,10 +218,15 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                         bf_interval=bf_interval, bf=opt.bf, window=opt.window,
                         makespan_cap=None if opt.makespan_cap_s is None
                         else to_ticks(opt.makespan_cap_s),
-                        adaptive=opt.adaptive, tuner_params=dict(opt.tuner_params))
+                        adaptive=opt.adaptive, tuner_params=dict(opt.tuner_params),
+                        drop_hopeless=opt.drop_hopeless)
     check_machine(batch, [h.cores for h in platform.hosts[:n_hosts]])
     if warn is not None:
         _unused_tuning(batch, warn)
+        if policies.priority(batch.priority).value_based \
+                and not any(j.value is not None for j in workload.jobs):
+            warn(f"--priority {batch.priority}: no job has a value (CosimApp value keys or "
+                 "--values), so every job counts as value 1 that never decays")
     if opt.malleable_fraction is not None:
         from cosim.workload.marking import mark_malleable
 

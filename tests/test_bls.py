@@ -242,16 +242,16 @@ def test_multicore_outcome():
 # -- registries -----------------------------------------------------------------------------
 
 def test_registries_and_unknown_names():
-    assert sorted(policies.PRIORITIES) == ["fcfs", "metric-aware", "sjf", "wfp"]
-    assert sorted(policies.BACKFILLS) == ["conservative", "easy", "none"]
+    assert sorted(policies.PRIORITIES) == ["fcfs", "metric-aware", "sjf", "vpe", "vpt", "wfp"]
+    assert sorted(policies.BACKFILLS) == ["conservative", "easy", "greedy", "none"]
     assert sorted(policies.SELECTIONS) == ["best-fit", "contiguous", "first-fit"]
     assert BatchConfig(selection="First_Fit", backfill="EASY").selection == "first-fit"
     with pytest.raises(InputError, match=r"unknown backfill policy 'lifo' \(known: "
-                                         r"conservative, easy, none\)"):
+                                         r"conservative, easy, greedy, none\)"):
         BatchConfig(backfill="lifo")
     with pytest.raises(InputError, match=r"known: best-fit, contiguous, first-fit"):
         BatchConfig(selection="random")
-    with pytest.raises(InputError, match=r"known: fcfs, metric-aware, sjf, wfp"):
+    with pytest.raises(InputError, match=r"known: fcfs, metric-aware, sjf, vpe, vpt, wfp"):
         BatchConfig(priority="ljf")
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -152,3 +154,97 @@ def test_productivity_counts_completed_jobs_only():
     assert got["productivity"] == 5.0  # job 1 at 20 s: halfway down; killed: 0
     assert got["normalized_productivity"] == 5.0 / 20.0
     assert math.isclose(got["completion_rate"], 1 / 3)
+
+
+# -- VPT and VPE (no power model yet), greedy, drops ------------------------------------------
+
+def _jobs_with(values, walls, hosts=None, submit=0):
+    hosts = hosts or [1] * len(walls)
+    return [Job(id=i + 1, submit=submit * S, hosts=h, pes=h, walltime=w * S, runtime=w * S,
+                value=v) for i, (v, w, h) in enumerate(zip(values, walls, hosts))]
+
+
+def test_the_hand_vpt_and_vpe_orders():
+    """VP-3 without a power cap: four jobs queued at 0, ranked at t = 10 s."""
+    from cosim.bls.policies.base import QueueColumns, Tunables
+    from cosim.bls.policies.value_order import VPE, VPT, predicted_values
+
+    lin = [JobValue(v=v, soft=s * S, hard=h * S) for v, s, h in
+           ((8.0, 100, 200), (6.0, 20, 60), (3.0, 1000, 2000), (10.0, 200, 400))]
+    jobs = _jobs_with(lin, walls=[40, 30, 10, 100], hosts=[4, 1, 1, 2])
+    cols = QueueColumns.of(jobs)
+    # values at 10 + walltime: 8 (50 <= ST), 6 - 6 (40 - 20) / 40 = 3, 3, 10 (110 <= ST)
+    assert predicted_values(10 * S, cols).tolist() == [8.0, 3.0, 3.0, 10.0]
+
+    def order(policy):
+        cols_ = policy.rank(10 * S, cols, Tunables())
+        idx = np.lexsort(tuple(reversed([np.asarray(c) for c in cols_])))
+        return [jobs[i].id for i in idx.tolist()]
+
+    # VPT: 8/40 = .2, 3/30 = .1, 3/10 = .3, 10/100 = .1 (tie: 2 and 4 by submit, id)
+    assert order(VPT) == [3, 1, 2, 4]
+    # VPE: .2/4 = .05, .1/1 = .1, .3/1 = .3, .1/2 = .05 (tie: 1 and 4)
+    assert order(VPE) == [3, 2, 1, 4]
+
+
+def test_vpt_without_values_is_sjf():
+    """VP-4 (no cap): every value 1 without thresholds, VPT = 1 / walltime: SJF's order."""
+    from cosim.bls import BatchConfig, simulate_batch
+    from cosim.paths import TRACES_DIR
+
+    jobs = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100).jobs[:3000]
+    runs = [simulate_batch(jobs, n_hosts=100, config=BatchConfig(priority=p, backfill=b))
+            for p in ("vpt", "sjf") for b in ("greedy",)]
+    assert [(o.start, o.hosts) for o in runs[0].outcomes] == \
+        [(o.start, o.hosts) for o in runs[1].outcomes]
+
+
+def test_greedy_starts_whatever_fits():
+    from cosim.bls import BatchConfig, simulate_batch
+
+    jobs = [Job(id=1, submit=0, hosts=3, pes=3, walltime=10 * S, runtime=10 * S),
+            Job(id=2, submit=0, hosts=2, pes=2, walltime=100 * S, runtime=100 * S),
+            Job(id=3, submit=0, hosts=1, pes=1, walltime=500 * S, runtime=500 * S)]
+    starts = {b: {o.job.id: o.start // S for o in simulate_batch(
+        jobs, n_hosts=4, config=BatchConfig(backfill=b)).outcomes} for b in ("none", "greedy",
+                                                                            "easy")}
+    assert starts["none"] == {1: 0, 2: 10, 3: 10}
+    assert starts["greedy"] == {1: 0, 2: 10, 3: 0}  # job 3 jumps job 2: no reservation
+    assert starts["easy"] == {1: 0, 2: 10, 3: 0}  # 3 backfills into the head's spare host
+
+
+def test_hopeless_jobs_are_dropped(tmp_path, capsys):
+    from cosim.bls import BatchConfig, simulate_batch
+    from cosim.workload.swf_write import write_jobs_swf
+
+    # one host busy on [0, 100); jobs 2 and 3 arrive at 1 s; job 2's value ends 50 s after
+    # its submission: dropped at the pass at 100 s; job 3 (soft threshold 150 s) runs
+    blocker = Job(id=1, submit=0, hosts=1, pes=1, walltime=100 * S, runtime=100 * S)
+    late = Job(id=2, submit=S, hosts=1, pes=1, walltime=10 * S, runtime=10 * S,
+               value=JobValue(v=5.0, soft=20 * S, hard=50 * S))
+    fine = Job(id=3, submit=S, hosts=1, pes=1, walltime=10 * S, runtime=10 * S,
+               value=JobValue(v=2.0, soft=150 * S, hard=200 * S))
+    res = simulate_batch([blocker, late, fine], n_hosts=1,
+                         config=BatchConfig(priority="vpt", backfill="greedy"))
+    status = {o.job.id: (o.status, o.start) for o in res.outcomes}
+    assert status[2] == ("dropped", None) and status[3] == ("completed", 100 * S)
+    kept = simulate_batch([blocker, late, fine], n_hosts=1, config=BatchConfig(
+        priority="vpt", backfill="greedy", drop_hopeless=False))
+    assert {o.job.id: o.status for o in kept.outcomes}[2] == "completed"
+    assert productivity(res.outcomes)["productivity"] == 2.0
+    assert productivity(res.outcomes)["dropped"] == 1
+    # the outputs: jobs.csv, schedule.swf (status 5, like rejected), the summary
+    swf = tmp_path / "w.swf"
+    write_jobs_swf(swf, [blocker, late, fine], header=[("MaxNodes", "1")])
+    csv = tmp_path / "values.csv"
+    csv.write_text("job_id,value,soft_s,hard_s\n2,5,20,50\n3,2,150,200\n")
+    out = tmp_path / "o"
+    assert main(["run", "--workload", str(swf), "--values", str(csv), "--priority", "vpt",
+                 "--batch", "greedy", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["dropped"], summary["jobs"], summary["rejected"],
+            summary["productivity"]) == (1, 2, 0, 2.0)
+    assert "2,1,,,1,1,dropped" in (out / "jobs.csv").read_text()
+    line = next(ln for ln in (out / "schedule.swf").read_text().splitlines()
+                if ln.startswith("2 "))
+    assert line.split()[10] == "5"

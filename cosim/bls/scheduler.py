@@ -75,6 +75,7 @@ from cosim.bls.policies.window import WINDOW_MAX
 from cosim.bls.policies.window import plan as window_plan
 from cosim.bls.state import ClusterState
 from cosim.bls.tuning import ADAPTIVE_MODES, Tuner, TunerParams
+from cosim.workload.value import value_at
 from cosim.config import build
 from cosim.core.engine import EventQueue
 from cosim.errors import InputError, ProtocolError
@@ -143,6 +144,10 @@ class BatchConfig:
         ``bf`` and ``2d`` need a priority with a balance factor.
     tuner_params:
         Its parameters as ``key=value`` strings (`cosim.bls.tuning.TunerParams`).
+    drop_hopeless:
+        Drop a queued job that can no longer earn value (its value at ``now + walltime`` is
+        0; `cosim.workload.value`) at every pass: status ``dropped``, never started. None
+        (default): on for the value priorities (``vpt``, ``vpe``), off otherwise.
     bf_interval:
         Slurm's ``bf_interval`` in ticks (0, the default: backfill at every pass). When > 0,
         a pass at a tick that is not a multiple of it is the FCFS part only (the ``none``
@@ -169,6 +174,7 @@ class BatchConfig:
     makespan_cap: int | None = None
     adaptive: str = "off"
     tuner_params: Mapping[str, str] = field(default_factory=dict)
+    drop_hopeless: bool | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.bf_interval, bool) or not isinstance(self.bf_interval, int) \
@@ -277,6 +283,9 @@ class BatchScheduler:
         self._key = user_key if order is None else order.key
         # a dynamic order ranks the queue at every pass (`_rerank`) with the tunables in force
         self._rank = None if order is None else order.rank
+        self._drop = (config.drop_hopeless if config.drop_hopeless is not None
+                      else order is not None and order.value_based)
+        self.dropped = 0
         self.tuner: Tuner | None = None
         if config.adaptive != "off":
             self.tuner = Tuner(config.adaptive, build(TunerParams, config.tuner_params,
@@ -317,6 +326,7 @@ class BatchScheduler:
         self._min_cores = min(cores)
         self._qkeys: list[tuple[Any, ...]] = []  # sorted queue keys ...
         self._qjobs: list[Job] = []  # ... and the jobs, in the same order
+        self._qcols.jobs = self._qjobs  # (kept in place: `_rerank` reorders it as a slice)
         self._qstamp = [0]  # moves on at every change of the queue (QueueView)
         # ... and indexed by (hosts, needs every core), by walltime (`DynamicView.queue_index`)
         self._qindex: dict[tuple[int, bool], tuple[list[int], list[tuple[Any, ...]]]] = {}
@@ -435,7 +445,7 @@ class BatchScheduler:
         if jid in self.state.running:
             return False
         done = self.outcomes.get(jid)
-        if done is not None and done.status != "rejected":
+        if done is not None and done.status not in ("rejected", "dropped"):
             self.ignored_yields += 1
             return True
         raise ProtocolError(f"job {jid} {what} but is not running")
@@ -549,6 +559,8 @@ class BatchScheduler:
             return []
         self._dirty = False
         out: list[Command] = self._start_waiting(now) if self._waiting else []
+        if self._drop and self._qjobs:
+            self._drop_hopeless(now)
         if self._rank is not None and self._qjobs:
             self._rerank(now)
         if self._qjobs and not self._replaced:
@@ -569,6 +581,16 @@ class BatchScheduler:
             out.extend(self._apply(plan, now))
         out.sort(key=lambda c: c.job_id)
         return out
+
+    def _drop_hopeless(self, now: int) -> None:
+        """Drop the queued jobs whose value would be 0 even if they started now (in queue
+        order; `BatchConfig.drop_hopeless`)."""
+        for job in [j for j in self._qjobs if j.value is not None
+                    and value_at(j.value, now + j.walltime - j.submit) == 0.0]:
+            self._dequeue(job)
+            self.outcomes[job.id] = JobOutcome(job=job, start=None, end=None, hosts=(),
+                                               status="dropped")
+            self.dropped += 1
 
     def _rerank(self, now: int) -> None:
         """Order the queue by the dynamic priority at `now`: ``(-priority, *rank, id)``. The

@@ -54,7 +54,7 @@ class _Ran(list):
 def _ran(outcomes: Sequence[JobOutcome]) -> list[JobOutcome]:
     if isinstance(outcomes, _Ran):
         return outcomes
-    return [o for o in outcomes if o.status != "rejected"]
+    return [o for o in outcomes if o.status in ("completed", "killed")]
 
 
 def _columns(outcomes: Sequence[JobOutcome]) -> tuple[np.ndarray, ...]:
@@ -466,7 +466,7 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     ran.cols = _columns(list(ran))
     return {
         "jobs": len(ran),
-        "rejected": len(outcomes) - len(ran),
+        "rejected": sum(1 for o in outcomes if o.status == "rejected"),
         "killed": sum(1 for o in ran if o.status == "killed"),
         "makespan_s": makespan(ran),
         "utilization": utilization(ran, n_hosts, allocations=allocations),

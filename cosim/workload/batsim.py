@@ -19,7 +19,8 @@ Every problem is an `InputError` naming the file, the JSON line where known, and
 **Schedules** (`write_batsim_jobs`). ``batsim_jobs.csv`` has the columns of Batsim's
 ``_jobs.csv`` in its order (`BATSIM_COLUMNS`), times in seconds: ``success`` 1 for a job that
 completed, ``final_state`` ``COMPLETED_SUCCESSFULLY``, ``COMPLETED_WALLTIME_REACHED`` (killed
-at its requested time) or ``REJECTED`` (then every time is -1 and no resource is allocated),
+at its requested time) or ``REJECTED`` (rejected or dropped unstarted by a value policy: then
+every time is -1 and no resource is allocated),
 ``stretch`` = turnaround / execution time (``inf`` for an instantaneous job that waited, 1 if it
 did not), ``allocated_resources`` the hosts it used as Batsim's interval set (``0-3 7``),
 ``consumed_energy`` -1 (not modelled) and ``metadata`` empty; ``profile`` is the job's category,
@@ -47,7 +48,7 @@ BATSIM_COLUMNS = ("job_id", "workload_name", "profile", "submission_time",
                   "turnaround_time", "stretch", "allocated_resources", "consumed_energy",
                   "metadata")
 _FINAL = {"completed": "COMPLETED_SUCCESSFULLY", "killed": "COMPLETED_WALLTIME_REACHED",
-          "rejected": "REJECTED"}
+          "rejected": "REJECTED", "dropped": "REJECTED"}
 
 
 def is_batsim(path: str | os.PathLike[str]) -> bool:

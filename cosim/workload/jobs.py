@@ -126,7 +126,7 @@ class JobOutcome:
     start: int | None
     end: int | None
     hosts: IndexSet | tuple[int, ...]
-    status: Literal["completed", "killed", "rejected"]
+    status: Literal["completed", "killed", "rejected", "dropped"]
     yielded: tuple[tuple[int, int], ...] = ()
     lent: tuple[tuple[int, int], ...] = ()
     borrowed: tuple[tuple[int, int], ...] = ()

@@ -35,8 +35,8 @@ every other field from `Job.swf`, or -1 for a job without one (status: 1). So
 schedule line** (`write_swf`): wait = start - submit, run time = end - start, allocated
 processors = the cores of the hosts used (the job holds its hosts whole), requested
 processors = pes, requested time = walltime, status 1 for ``completed`` and 0 (SWF "failed")
-for ``killed`` at its walltime; a ``rejected`` job (never started) is kept, so every job is
-accounted for, as status 5 (cancelled) with wait, run time and allocated processors -1; fields
+for ``killed`` at its walltime; a ``rejected`` or ``dropped`` job (never started) is kept, so
+every job is accounted for, as status 5 (cancelled) with wait, run time and allocated processors -1; fields
 6 and 7 (CPU time, memory used) are -1 (not modelled); fields 10, 17, 18 come from `Job.swf`.
 """
 
@@ -66,7 +66,7 @@ __all__ = ["Header", "write_jobs_swf", "write_swf", "format_ticks", "format_valu
 Header = Mapping[str, str | Sequence[str]] | Sequence[tuple[str, str]]
 
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_STATUS = {"completed": 1, "killed": 0, "rejected": 5}
+_STATUS = {"completed": 1, "killed": 0, "rejected": 5, "dropped": 5}
 _DEFAULT_INFO: tuple = ("", "rigid", 0, False, (), "rigid", ())
 _RESERVED = frozenset(("category", "app", "priority", "exclusion_ok", *MARK_KEYS, *MODEL_KEYS))
 _SCHEDULE_NOTE = ("simulated schedule written by cosim: wait = start - submit, run time = "
@@ -336,7 +336,7 @@ def _outcome_fields(out: JobOutcome, exe: int | None,
     job = out.job
     if out.status not in _STATUS:
         raise ValueError(f"job {job.id}: unknown outcome status {out.status!r}")
-    if out.status == "rejected":
+    if out.status in ("rejected", "dropped"):
         wait = run = alloc = "-1"
     else:
         if out.start is None or out.end is None or out.start < job.submit or out.end < out.start:

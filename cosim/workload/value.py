@@ -95,14 +95,16 @@ def earned(outcome: JobOutcome) -> float:
 
 def productivity(outcomes: Sequence[JobOutcome]) -> dict[str, float]:
     """System productivity (the value earned, summed in job id order), normalised by the
-    value all jobs could earn, and the completion rate (jobs completed / jobs submitted)."""
+    value all jobs could earn, the completion rate (jobs completed / jobs submitted) and the
+    jobs dropped unstarted because they could no longer earn anything."""
     ordered = sorted(outcomes, key=lambda o: o.job.id)
     total = sum(earned(o) for o in ordered)
     possible = sum(o.job.value.v for o in ordered if o.job.value is not None)
     done = sum(1 for o in ordered if o.status == "completed")
     return {"productivity": total,
             "normalized_productivity": total / possible if possible else 0.0,
-            "completion_rate": done / len(ordered) if ordered else 0.0}
+            "completion_rate": done / len(ordered) if ordered else 0.0,
+            "dropped": sum(1 for o in ordered if o.status == "dropped")}
 
 
 def _threshold(text: str, walltime: int, *, what: str) -> int:

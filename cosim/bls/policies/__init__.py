@@ -21,11 +21,13 @@ from cosim.bls.policies import (
     equipartition,
     fcfs,
     first_fit,
+    greedy,
     metric_aware,
     none,
     rca_exclusion,
     sdpolicy,
     sjf,
+    value_order,
     wfp,
 )
 from cosim.bls.policies.base import (
@@ -54,11 +56,12 @@ def _policy_key(name: str) -> str:
 
 # built in, and then the plugins' (entry points, `cosim.plugins`)
 PRIORITIES: Mapping[str, PriorityPolicy] = Registry(
-    "cosim.priority", {m.POLICY.name: m.POLICY for m in (fcfs, sjf, metric_aware, wfp)},
+    "cosim.priority", {p.name: p for p in (fcfs.POLICY, sjf.POLICY, metric_aware.POLICY,
+                                           wfp.POLICY, value_order.VPT, value_order.VPE)},
     kind=PriorityPolicy,
     key=_policy_key, name_of=lambda p: p.name)
 BACKFILLS: Mapping[str, BackfillPolicy] = Registry(
-    "cosim.backfill", {m.POLICY.name: m.POLICY for m in (none, easy, conservative)},
+    "cosim.backfill", {m.POLICY.name: m.POLICY for m in (none, easy, conservative, greedy)},
     kind=BackfillPolicy, key=_policy_key, name_of=lambda p: p.name)
 SELECTIONS: Mapping[str, SelectionPolicy] = Registry(
     "cosim.selection", {m.POLICY.name: m.POLICY for m in (first_fit, contiguous, best_fit)},

@@ -93,21 +93,22 @@ class QueueView(Sequence[Job]):
 class QueueColumns:
     """The queued jobs' numbers as int64 arrays in queue order, for a dynamic priority's
     `rank`: ``submit``, ``walltime`` (ticks), ``hosts``, ``priority``, ``id`` and ``seq`` (the
-    order in which the jobs were queued). Kept by the scheduler as the queue changes (one
-    shift of the arrays per job queued or started); the properties are read-only views,
-    valid until the queue changes."""
+    order in which the jobs were queued), and ``jobs``, the jobs themselves in the same
+    order. Kept by the scheduler as the queue changes (one shift of the arrays per job queued
+    or started); the properties are read-only views, valid until the queue changes."""
 
     FIELDS = ("submit", "walltime", "hosts", "priority", "id", "seq")
-    __slots__ = ("_buf", "n")
+    __slots__ = ("_buf", "n", "jobs")
 
-    def __init__(self, capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 64, jobs: Sequence[Job] = ()) -> None:
         self._buf = np.zeros((len(self.FIELDS), max(capacity, 1)), dtype=np.int64)
         self.n = 0
+        self.jobs: Sequence[Job] = jobs
 
     @classmethod
     def of(cls, jobs: Sequence[Job]) -> QueueColumns:
         """Columns of `jobs` in that order (seq = position)."""
-        out = cls(len(jobs))
+        out = cls(len(jobs), tuple(jobs))
         for i, job in enumerate(jobs):
             out.insert(i, job, i)
         return out
@@ -283,13 +284,15 @@ class PriorityPolicy:
     `QueueColumns`, the columns of the sort key of every queued job at `now` (numpy arrays,
     one value per job, most significant first; ascending), recomputed at every pass (`key`
     is then unused). `tunables` names the `Tunables` fields the order reads (``{"bf"}``):
-    options setting others are refused."""
+    options setting others are refused. `value_based`: the order ranks by job value (the
+    scheduler then drops queued jobs that can earn nothing, `BatchConfig.drop_hopeless`)."""
 
     name: str
     summary: str
     key: Callable[[Job], tuple[Any, ...]]
     rank: Callable[[int, QueueColumns, Tunables], tuple[np.ndarray, ...]] | None = None
     tunables: frozenset[str] = frozenset()
+    value_based: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
