@@ -21,6 +21,7 @@ from cosim.core.clock import Tick, to_ticks
 from cosim.errors import InputError
 
 if TYPE_CHECKING:  # networkx loads only when a platform is drawn
+    from cosim.platform.power import PowerModel
     import networkx as nx
 
 __all__ = ["Host", "Route", "Routing", "Platform", "route_of", "MAX_HOSTS", "MAX_CORES",
@@ -115,6 +116,9 @@ class Platform:
         Gives the `Route` between two distinct hosts and draws the graph.
     description:
         Free text from the platform file.
+    power:
+        The hosts' power table (`cosim.platform.power.PowerModel`, a TOML ``[power]``
+        table), None when the file has none.
 
     Notes
     -----
@@ -122,7 +126,7 @@ class Platform:
     platform of 5,040 hosts would have 12.7 M edges, so nothing needs it to exist).
     """
 
-    __slots__ = ("name", "source", "description", "hosts", "n_hosts", "n_pes",
+    __slots__ = ("name", "source", "description", "hosts", "n_hosts", "n_pes", "power",
                  "_routing", "_routes", "_graph", "_pe_hosts")
 
     name: str
@@ -131,6 +135,7 @@ class Platform:
     hosts: tuple[Host, ...]
     n_hosts: int
     n_pes: int
+    power: PowerModel | None
 
     def __init__(
         self,
@@ -140,6 +145,7 @@ class Platform:
         hosts: tuple[Host, ...],
         routing: Routing,
         description: str = "",
+        power: PowerModel | None = None,
     ) -> None:
         hosts = tuple(hosts)
         if not hosts:
@@ -154,6 +160,7 @@ class Platform:
         init(self, "hosts", hosts)
         init(self, "n_hosts", len(hosts))
         init(self, "n_pes", sum(h.cores for h in hosts))
+        init(self, "power", power)
         init(self, "_routing", routing)
         init(self, "_routes", {})
         init(self, "_graph", None)

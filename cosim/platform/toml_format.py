@@ -23,6 +23,7 @@ from cosim.core.units import parse_bandwidth, parse_speed, parse_time
 from cosim.errors import InputError
 from cosim.platform.model import MAX_CORES, MAX_HOSTS, MAX_PES, Host, Platform, Routing
 from cosim.platform.networks import FullMesh, Link, SwitchGraph
+from cosim.platform.power import PowerModel
 
 __all__ = ["load_toml", "TOPOLOGIES"]
 
@@ -257,8 +258,17 @@ def load_toml(path: Path, *, source: str) -> Platform:
         Recorded as `Platform.source` (the path as the user gave it, or a builtin name).
     """
     doc = read_toml(path)
-    check_keys(doc, ("platform", "hosts", "host", "network", "switch", "link"), file=path)
+    check_keys(doc, ("platform", "hosts", "host", "network", "switch", "link", "power"),
+               file=path)
     meta = _build(_Meta, doc.get("platform", {}), file=path, section="platform")
+    power = None
+    if "power" in doc:
+        if not isinstance(doc["power"], Mapping):
+            raise InputError("expected a table", file=path, field="power")
+        try:
+            power = build(PowerModel, doc["power"], file=path, section="power")
+        except InputError as exc:  # the model's own checks name the key, not the file
+            raise InputError(exc.problem, file=path, field=exc.field or "power") from None
     hosts, per_rack = _read_hosts(doc, path)
     names = tuple(h.name for h in hosts)
     net_table = doc.get("network")
@@ -302,4 +312,4 @@ def load_toml(path: Path, *, source: str) -> Platform:
                              "connected (hosts do not forward traffic)", file=path, field="link")
         routing = graph
     return Platform(name=meta.name or path.stem, source=source, hosts=tuple(hosts),
-                    routing=routing, description=meta.description)
+                    routing=routing, description=meta.description, power=power)

@@ -1,0 +1,116 @@
+"""The power model of a host (Kumbhare et al.; docs/reference/policies.md §2.3, §3.4): what a
+per-socket power cap costs in run time.
+
+Each host has `sockets` sockets whose cap p (watts per socket) lies on a grid from `p_min_w`
+to `p_max_w` in steps of `step_w` (integer milliwatts inside, so sums are exact). A socket at
+frequency f draws ``P(f) = P_s + (p_max - P_s) (f / f_max)^alpha``; ``P(f_min) = p_min`` with
+``f_min = f_min_ratio x f_max`` pins the static part ``P_s`` (52.142857 W for the Xeon
+E5-2695 v2 defaults: 60-115 W, f_min/f_max = 0.5, alpha = 3). A cap p sets the frequency
+that draws it, and a job's run time follows the beta-model (Hsu & Feng)::
+
+    T(p) = T_nom (1 + beta (f_max / f(p) - 1))
+
+with beta in [0, 1] the app's compute-boundedness (0.8 by default): ``T(p_max) = T_nom``,
+``T(p_min) = T_nom (1 + beta)``, T decreasing in p. `multiplier_ppm` gives the factor in
+integer parts per million (deterministic run times: the end tick of a job is ``start +
+ceil(T_nom x m / 10^6)``). `p_idle_w` is what an idle socket draws (0 by default: the seed
+counts only the compute units in the budget). Energy at a constant cap: ``E = hosts x
+sockets x p x T(p)``. The model never goes below p_min (no forced idleness).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from cosim.errors import InputError
+
+__all__ = ["PowerModel", "DEFAULT_BETA"]
+
+#: the compute-boundedness of an app without its own (spec §2.7)
+DEFAULT_BETA = 0.8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PowerModel:
+    """A host's power table (module docstring); `InputError` (``field power.KEY``) for a bad
+    value."""
+
+    sockets: int = 2
+    p_min_w: float = 60.0
+    p_max_w: float = 115.0
+    step_w: float = 5.0
+    p_idle_w: float = 0.0
+    f_min_ratio: float = 0.5
+    alpha: float = 3.0
+
+    def __post_init__(self) -> None:
+        def bad(key: str, problem: str) -> InputError:
+            return InputError(problem, field=f"power.{key}")
+
+        if isinstance(self.sockets, bool) or not isinstance(self.sockets, int) \
+                or self.sockets < 1:
+            raise bad("sockets", f"must be an integer >= 1, got {self.sockets!r}")
+        for key in ("p_min_w", "p_max_w", "step_w", "p_idle_w", "f_min_ratio", "alpha"):
+            if not math.isfinite(getattr(self, key)):
+                raise bad(key, f"must be a finite number, got {getattr(self, key)!r}")
+        if self.p_min_w <= 0:
+            raise bad("p_min_w", f"must be > 0 watts, got {self.p_min_w!r}")
+        if self.p_min_w > self.p_max_w:
+            raise bad("p_min_w", f"p_min_w ({self.p_min_w:g}) > p_max_w ({self.p_max_w:g})")
+        if self.step_w <= 0:
+            raise bad("step_w", f"must be > 0 watts, got {self.step_w!r}")
+        span = _mw(self.p_max_w) - _mw(self.p_min_w)
+        if span % _mw(self.step_w):
+            raise bad("step_w", f"{self.step_w:g} W does not divide the range "
+                      f"{self.p_min_w:g}-{self.p_max_w:g} W")
+        if self.p_idle_w < 0:
+            raise bad("p_idle_w", f"must be >= 0 watts, got {self.p_idle_w!r}")
+        if not 0 < self.f_min_ratio <= 1:
+            raise bad("f_min_ratio", f"must be in (0, 1], got {self.f_min_ratio!r}")
+        if self.alpha <= 0:
+            raise bad("alpha", f"must be > 0, got {self.alpha!r}")
+        if self.f_min_ratio < 1 and self.static_w < 0:
+            raise bad("p_min_w", f"p_min_w {self.p_min_w:g} W is below what f_min draws "
+                      f"with no static power ({self.p_max_w * self.f_min_ratio ** self.alpha:g}"
+                      " W)")
+
+    @property
+    def static_w(self) -> float:
+        """P_s, the static part of a socket's power (module docstring)."""
+        r = self.f_min_ratio ** self.alpha
+        if r == 1.0:
+            return self.p_min_w
+        return (self.p_min_w - self.p_max_w * r) / (1.0 - r)
+
+    def levels_mw(self) -> tuple[int, ...]:
+        """The caps a socket may get, in milliwatts, ascending."""
+        return tuple(range(_mw(self.p_min_w), _mw(self.p_max_w) + 1, _mw(self.step_w)))
+
+    def frequency_ratio(self, p_w: float) -> float:
+        """f(p) / f_max for a socket capped at `p_w` watts (p_min <= p <= p_max)."""
+        if not self.p_min_w <= p_w <= self.p_max_w:
+            raise ValueError(f"{p_w} W is outside {self.p_min_w:g}-{self.p_max_w:g} W")
+        if self.p_max_w == self.p_min_w:
+            return 1.0
+        ps = self.static_w
+        return ((p_w - ps) / (self.p_max_w - ps)) ** (1.0 / self.alpha)
+
+    def slowdown(self, p_w: float, beta: float = DEFAULT_BETA) -> float:
+        """T(p) / T_nom: the beta-model."""
+        if not 0.0 <= beta <= 1.0:
+            raise ValueError(f"beta must be in [0, 1], got {beta!r}")
+        return 1.0 + beta * (1.0 / self.frequency_ratio(p_w) - 1.0)
+
+    def multiplier_ppm(self, p_w: float, beta: float = DEFAULT_BETA) -> int:
+        """`slowdown` in integer parts per million (rounded)."""
+        return round(self.slowdown(p_w, beta) * 1_000_000)
+
+    def energy_j(self, hosts: int, p_w: float, nominal_s: float,
+                 beta: float = DEFAULT_BETA) -> float:
+        """Energy of a job on `hosts` hosts at a constant cap: hosts x sockets x p x T(p)."""
+        return hosts * self.sockets * p_w * nominal_s * self.slowdown(p_w, beta)
+
+
+def _mw(watts: float) -> int:
+    return round(watts * 1000)
