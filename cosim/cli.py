@@ -120,9 +120,10 @@ def build_parser(listing: bool = False) -> argparse.ArgumentParser:
     batch, order, rule = (Choices(policies.BACKFILLS, "fcfs"), Choices(policies.PRIORITIES),
                           Choices(policies.SELECTIONS))
     malleable = policies.malleable_names()
-    run.add_argument("--batch", choices=batch, default="easy", metavar="POLICY",
+    run.add_argument("--batch", choices=batch, default=None, metavar="POLICY",
                      help=f"backfilling, one of {batch.text(listing)}: fcfs (= none: the queue "
-                     "head blocks), easy (default), conservative")
+                     "head blocks), easy (default), conservative, greedy (every job that "
+                     "fits, no reservation: the default for --priority vpt|vpe)")
     run.add_argument("--priority", choices=order, default="fcfs", metavar="ORDER",
                      help=f"queue order, one of {order.text(listing)} (default fcfs)")
     run.add_argument("--selection", choices=rule, metavar="RULE", default="first-fit",
@@ -419,7 +420,9 @@ def _run_options(args: argparse.Namespace, workload: str):
     from cosim.experiment import RunOptions
 
     return RunOptions(
-        workload=workload, platform=args.platform, hosts=args.hosts, batch=args.batch,
+        workload=workload, platform=args.platform, hosts=args.hosts,
+        batch=args.batch or ("greedy" if policies.priority(args.priority).value_based
+                             else "easy"),
         priority=args.priority, selection=args.selection,
         walltime_kill=args.walltime_kill == "on", procs_field=args.procs_field,
         lenient=args.lenient, skip_zero_runtime=args.skip_zero_runtime,
@@ -759,6 +762,11 @@ def _print_run(s: dict) -> None:
             ("mean bounded slowdown", f"{s['mean_bounded_slowdown']:,.2f}"),
             ("loss of capacity", f"{s['loss_of_capacity']:.4f}"),
             ("unfair jobs", f"{s['unfair_jobs']:,}"),
+            *([("unfair jobs (replayed)", f"{s['unfair_jobs_replayed']:,}")]
+              if "unfair_jobs_replayed" in s else []),
+            *([("productivity", f"{s['productivity']:,.2f} ({s['normalized_productivity']:.1%}"
+                f" of the value; {s['completion_rate']:.1%} of the jobs completed, "
+                f"{s['dropped']:,} dropped)")] if "productivity" in s else []),
             ("wall", f"{s['wall_s']:.2f} s ({s['jobs'] / max(s['wall_s'], 1e-9):,.0f} jobs/s)")]
     for k, v in rows:
         print(f"  {k:<22} {v}")

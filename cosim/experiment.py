@@ -198,9 +198,14 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     if opt.values is not None:  # per-job values: they win over the trace's CosimApp ones
         from cosim.workload.value import read_values
 
-        values = read_values(opt.values, workload.jobs)
-        workload = replace(workload, jobs=tuple(
-            replace(j, value=values[j.id]) if j.id in values else j for j in workload.jobs))
+        values = read_values(opt.values, workload.jobs + workload.rejected,
+                             skipped=workload.skipped_ids)
+
+        def valued(jobs: tuple) -> tuple:
+            return tuple(replace(j, value=values[j.id]) if j.id in values else j for j in jobs)
+
+        workload = replace(workload, jobs=valued(workload.jobs),
+                           rejected=valued(workload.rejected))
     if opt.exclusion_ok != "trace":
         allow = opt.exclusion_ok == "all"
         workload = replace(workload, jobs=tuple(replace(j, exclusion_ok=allow)
@@ -223,6 +228,12 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     check_machine(batch, [h.cores for h in platform.hosts[:n_hosts]])
     if warn is not None:
         _unused_tuning(batch, warn)
+        hopeless = [j for j in workload.jobs if j.value is not None
+                    and j.value.hard <= j.walltime]
+        if hopeless:
+            warn(f"{len(hopeless)} jobs (job {hopeless[0].id} first) have a hard threshold "
+                 "no later than their requested time: they can earn value only by ending "
+                 "early, and value orders drop them at once")
         if policies.priority(batch.priority).value_based \
                 and not any(j.value is not None for j in workload.jobs):
             warn(f"--priority {batch.priority}: no job has a value (CosimApp value keys or "

@@ -220,13 +220,14 @@ def simulate(
 
 def replayed_fair_starts(jobs: Sequence[Job], *, n_hosts: int, cores_per_host: int = 1,
                          config: BatchConfig | None = None, quantum: int = 0
-                         ) -> dict[int, int]:
+                         ) -> dict[int, int | None]:
     """Sabin et al.'s fair start time of every trace job (ticks): when the job would have
     started under the *same* scheduler had no job arrived after it (later arrivals in
     ``(submit, id)`` order removed, every job for its real run time). One replay per job,
     stopped at that job's start: quadratic in the jobs (Sabin, Kochhar & Sadayappan, ICPP
     2004; cosim's `cosim.output.metrics.fair_starts` is the cheap strict-FCFS reference).
-    Trace jobs only (no app models)."""
+    Trace jobs only (no app models). A job the replay drops (value orders) has no fair start:
+    None."""
     from cosim.als.trace_apps import TraceApps
 
     batch = BatchConfig() if config is None else config
@@ -234,7 +235,7 @@ def replayed_fair_starts(jobs: Sequence[Job], *, n_hosts: int, cores_per_host: i
     if any(j.app != "rigid" for j in order):
         raise InputError("fair starts by replay need trace jobs (no app models)", field="app")
     pe_hosts = np.repeat(np.arange(n_hosts, dtype=np.int64), cores_per_host)
-    out: dict[int, int] = {}
+    out: dict[int, int | None] = {}
     for k, job in enumerate(order):
         if job.hosts > n_hosts:
             continue  # rejected: never starts

@@ -128,7 +128,12 @@ def test_the_sidecar(tmp_path, capsys):
      "given twice"),
     ("job_id,value,soft_s,hard_s\n1,x,1,2\n", "values.csv:2: field value: not a number"),
     ("job_id,value,soft_s,hard_s\n1,1,-1,2\n", "values.csv:2: field soft_s: must be >= 0"),
-    ("job_id,value,soft_s,hard_s\n1,1,5,2\n", "values.csv:2: field value: thresholds need"),
+    ("job_id,value,soft_s,hard_s\n1,1,5,2\n", "values.csv:2: field hard_s: thresholds need"),
+    ("job_id,value,soft_s,hard_s,decay\n1,1,1,2,cubic\n", "values.csv:2: field decay: unknown"),
+    ("job_id,value,soft_s,hard_s,value_min\n1,1,1,2,3\n", "values.csv:2: field value_min: "
+     "must be in [0, value]"),
+    ("job_id,value,value,soft_s,hard_s\n", "values.csv:1: column 'value' given twice"),
+    ("job_id,value,soft_s,hard_s\n1_0,1,1,2\n", "values.csv:2: field job_id: not a job id"),
     ("job_id,value,soft_s,hard_s\n1,1,2\n", "values.csv:2: 3 fields, the header has 4"),
 ])
 def test_bad_sidecars_are_one_line_errors(tmp_path, capsys, text, problem):
@@ -248,3 +253,66 @@ def test_hopeless_jobs_are_dropped(tmp_path, capsys):
     line = next(ln for ln in (out / "schedule.swf").read_text().splitlines()
                 if ln.startswith("2 "))
     assert line.split()[10] == "5"
+
+
+def test_value_orders_refuse_conservative_and_default_to_greedy(tmp_path, capsys):
+    from cosim.bls import BatchConfig
+
+    with pytest.raises(InputError, match="field batch: --priority vpt ranks by decaying"):
+        BatchConfig(priority="vpt", backfill="Conservative")
+    swf = _swf(tmp_path, "; MaxNodes: 2\n")
+    assert main(["run", "--workload", str(swf), "--priority", "vpe", "--out",
+                 str(tmp_path / "o"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["batch"] == "greedy"
+
+
+def test_mixed_threshold_units_are_checked_per_job(tmp_path):
+    # 3600 s <= 6 x 1000 s for job 1; for job 2 (walltime 500 s) hard = 3000 s < soft
+    path = _swf(tmp_path, "; CosimApp: 1 value=2 soft=3600s hard=6\n",
+                jobs=((1, 0, 10, 1000, 1),))
+    (job,) = read_swf(path).jobs
+    assert (job.value.soft, job.value.hard) == (3600 * S, 6000 * S)
+    path = _swf(tmp_path, "; CosimApp: 1 value=2 soft=3600s hard=6\n",
+                jobs=((1, 0, 10, 1000, 1), (2, 0, 10, 500, 1)))
+    with pytest.raises(InputError, match=r"v.swf:1: field CosimApp: job 2: thresholds"):
+        read_swf(path)
+
+
+def test_the_sidecar_may_name_skipped_and_rejected_jobs(tmp_path, capsys):
+    # job 3 has no processor count (skipped by the reader), job 4 needs 5 hosts of 2
+    swf = tmp_path / "w.swf"
+    swf.write_text("; MaxNodes: 2\n" + LINE.format(id=1, submit=0, run=10, wall=100, exe=1)
+                   + "3 0 -1 10 -1 -1 -1 -1 100 -1 1 -1 -1 1 -1 -1 -1 -1\n"
+                   + "4 0 -1 10 5 -1 -1 5 100 -1 1 -1 -1 1 -1 -1 -1 -1\n")
+    csv = tmp_path / "values.csv"
+    csv.write_text("job_id,value,soft_s,hard_s\n1,3,200,600\n3,9,1,2\n4,5,200,600\n")
+    assert main(["run", "--workload", str(swf), "--values", str(csv), "--out",
+                 str(tmp_path / "o"), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    # job 4 was rejected: its value could not be earned; job 3 never was a job
+    assert (s["productivity"], s["normalized_productivity"], s["completion_rate"],
+            s["rejected"]) == (3.0, 3.0 / 8.0, 0.5, 1)
+
+
+def test_replayed_unfairness_under_a_value_order(tmp_path, capsys):
+    """A job that ran although its replay (no later arrivals) would have dropped it is not
+    unfair; the count runs without error under drops."""
+    swf = tmp_path / "w.swf"
+    swf.write_text("; MaxNodes: 8\n; CosimApp: 1 value=1000 soft=2 hard=3\n"
+                   "; CosimApp: 2 value=1 soft=2 hard=3\n; CosimApp: 3 value=1000 soft=2 hard=3\n"
+                   "1 0 -1 100 8 -1 -1 8 100 -1 1 1 1 2 -1 -1 -1 -1\n"
+                   "2 1 -1 1000 8 -1 -1 8 1000 -1 1 1 1 1 -1 -1 -1 -1\n"
+                   "3 2 -1 100 4 -1 -1 4 100 -1 1 1 1 2 -1 -1 -1 -1\n"
+                   "4 3 -1 100 4 -1 -1 4 100 -1 1 1 1 3 -1 -1 -1 -1\n")
+    assert main(["run", "--workload", str(swf), "--priority", "vpt", "--unfair-replayed",
+                 "--out", str(tmp_path / "o"), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    from cosim.bls import BatchConfig, simulate_batch
+    from cosim.output.metrics import unfair_jobs_replayed
+    from cosim.runner import replayed_fair_starts
+
+    jobs = read_swf(swf).jobs
+    cfg = BatchConfig(priority="vpt", backfill="greedy")
+    fair = replayed_fair_starts(jobs, n_hosts=8, config=cfg)
+    res = simulate_batch(jobs, n_hosts=8, config=cfg)
+    assert s["unfair_jobs_replayed"] == unfair_jobs_replayed(res.outcomes, fair)

@@ -237,6 +237,11 @@ class BatchConfig:
             raise InputError(f"must be a positive number of ticks, got {self.makespan_cap!r}",
                              field="makespan-cap")
         object.__setattr__(self, "backfill", policies.backfill(self.backfill).name)
+        if self.priority_key is None and self.backfill == "conservative" \
+                and policies.priority(self.priority).value_based:
+            raise InputError(f"--priority {self.priority} ranks by decaying values: "
+                             "conservative backfilling's fixed reservations do not fit it "
+                             "(use greedy, the default, or easy)", field="batch")
         object.__setattr__(self, "selection", policies.selection(self.selection).name)
 
 

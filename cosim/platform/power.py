@@ -54,22 +54,31 @@ class PowerModel:
         for key in ("p_min_w", "p_max_w", "step_w", "p_idle_w", "f_min_ratio", "alpha"):
             if not math.isfinite(getattr(self, key)):
                 raise bad(key, f"must be a finite number, got {getattr(self, key)!r}")
+        for key in ("p_min_w", "p_max_w", "step_w", "p_idle_w"):
+            mw = getattr(self, key) * 1000
+            if abs(mw - round(mw)) > 1e-6 * max(1.0, abs(mw)):
+                raise bad(key, f"must be a whole number of milliwatts, got "
+                          f"{getattr(self, key)!r}")
         if self.p_min_w <= 0:
             raise bad("p_min_w", f"must be > 0 watts, got {self.p_min_w!r}")
         if self.p_min_w > self.p_max_w:
             raise bad("p_min_w", f"p_min_w ({self.p_min_w:g}) > p_max_w ({self.p_max_w:g})")
-        if self.step_w <= 0:
-            raise bad("step_w", f"must be > 0 watts, got {self.step_w!r}")
+        if _mw(self.step_w) < 1:
+            raise bad("step_w", f"must be at least 1 mW, got {self.step_w!r}")
         span = _mw(self.p_max_w) - _mw(self.p_min_w)
         if span % _mw(self.step_w):
             raise bad("step_w", f"{self.step_w:g} W does not divide the range "
                       f"{self.p_min_w:g}-{self.p_max_w:g} W")
-        if self.p_idle_w < 0:
-            raise bad("p_idle_w", f"must be >= 0 watts, got {self.p_idle_w!r}")
+        if not 0 <= self.p_idle_w <= self.p_max_w:
+            raise bad("p_idle_w", f"must be in [0, p_max_w], got {self.p_idle_w!r}")
         if not 0 < self.f_min_ratio <= 1:
             raise bad("f_min_ratio", f"must be in (0, 1], got {self.f_min_ratio!r}")
         if self.alpha <= 0:
             raise bad("alpha", f"must be > 0, got {self.alpha!r}")
+        r = self.f_min_ratio ** self.alpha
+        if self.p_min_w < self.p_max_w and not 1e-12 < r < 1 - 1e-12:
+            raise bad("f_min_ratio", f"f_min_ratio ** alpha = {r:g} leaves no frequency range "
+                      "for the power range (it must be strictly between 0 and 1)")
         if self.f_min_ratio < 1 and self.static_w < 0:
             raise bad("p_min_w", f"p_min_w {self.p_min_w:g} W is below what f_min draws "
                       f"with no static power ({self.p_max_w * self.f_min_ratio ** self.alpha:g}"

@@ -77,7 +77,7 @@ from cosim.errors import InputError
 from cosim.workload.jobs import CATEGORY_CHARS, KINDS, Job
 from cosim.workload.marking import MARKABLE_KINDS, decimal_text, pe_bounds
 from cosim.workload.runtime_models import IDEAL, RuntimeModel, model_from_pairs
-from cosim.workload.value import VALUE_KEYS, value_from_pairs
+from cosim.workload.value import VALUE_KEYS, check_value_pairs, value_from_pairs
 
 __all__ = [
     "FIELD_NAMES", "N_FIELDS", "COSIM_APP_KEY", "SwfRecord", "SwfReader", "SwfWorkload",
@@ -432,9 +432,9 @@ def parse_cosim_app(value: str, *, file: str | None = None,
     if excl not in ("0", "1"):
         raise bad(f"exclusion_ok must be 0 or 1, got {excl!r}")
     value = {k: info.pop(k) for k in VALUE_KEYS if k in info}
-    if value:  # what the thresholds' multiples do not decide is checked now
+    if value:  # what the jobs' requested times do not decide is checked now
         try:
-            value_from_pairs(value, TICKS_PER_SECOND)
+            check_value_pairs(value)
         except ValueError as exc:
             raise bad(str(exc)) from None
     marks = {k: info.pop(k) for k in MARK_KEYS if k in info}
@@ -529,6 +529,8 @@ class SwfWorkload:
         Malformed lines skipped in lenient mode (always 0 otherwise).
     cores_per_host, procs_field:
         The mapping used to turn processors into hosts.
+    skipped_ids:
+        The ids of the skipped jobs (a per-job sidecar may name them).
     """
 
     path: str
@@ -543,6 +545,7 @@ class SwfWorkload:
     bad_lines: int
     cores_per_host: int
     procs_field: str
+    skipped_ids: frozenset[int] = frozenset()
 
 
 def _check_int(value: object, name: str, low: int) -> int:
@@ -610,6 +613,7 @@ def read_swf(
     rejected: list[Job] = []
     lines: dict[int, int] = {}
     read = skip_run = skip_cancel = skip_procs = 0
+    skipped: set[int] = set()
     ticks, tps = seconds_to_ticks, TICKS_PER_SECOND
     for rec in reader:
         f, text = rec.fields, rec.text
@@ -619,10 +623,12 @@ def read_swf(
                 skip_cancel += 1
             else:
                 skip_run += 1
+            skipped.add(int(f[_JOB]))
             continue
         procs = f[first] if f[first] > 0 else f[other]
         if procs <= 0:
             skip_procs += 1
+            skipped.add(int(f[_JOB]))
             continue
         pes = int(procs)
         # Integral seconds (<= 9e9, exact in a float) skip the decimal arithmetic.
@@ -674,7 +680,7 @@ def read_swf(
         path=reader.path, header=header, jobs=tuple(jobs), rejected=tuple(rejected),
         read=read, skipped_runtime=skip_run, skipped_cancelled=skip_cancel,
         skipped_procs=skip_procs, rejected_too_big=len(rejected), bad_lines=reader.bad_lines,
-        cores_per_host=cores, procs_field=procs_field,
+        cores_per_host=cores, procs_field=procs_field, skipped_ids=frozenset(skipped),
     )
 
 

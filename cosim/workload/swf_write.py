@@ -31,7 +31,9 @@ time, 8 processors = pes, 9 walltime, 12 user, 13 group, 15 queue, 16 partition)
 the raw value of `Job.swf` is kept wherever it still reads back to the Job's value (``-1`` in
 field 9 when walltime equals runtime; fields 5 and 8 as they were when pes equals either), and
 every other field from `Job.swf`, or -1 for a job without one (status: 1). So
-``read_swf(write_jobs_swf(read_swf(x)))`` gives the same jobs, raw fields included. **A
+``read_swf(write_jobs_swf(read_swf(x)))`` gives the same jobs, raw fields included, except
+their values (`Job.value`, `cosim.workload.value`), which are not written (keep the value
+sidecar, or the CosimApp value keys, with the trace). **A
 schedule line** (`write_swf`): wait = start - submit, run time = end - start, allocated
 processors = the cores of the hosts used (the job holds its hosts whole), requested
 processors = pes, requested time = walltime, status 1 for ``completed`` and 0 (SWF "failed")
@@ -71,7 +73,8 @@ _DEFAULT_INFO: tuple = ("", "rigid", 0, False, (), "rigid", ())
 _RESERVED = frozenset(("category", "app", "priority", "exclusion_ok", *MARK_KEYS, *MODEL_KEYS))
 _SCHEDULE_NOTE = ("simulated schedule written by cosim: wait = start - submit, run time = "
                   "end - start, allocated processors = the cores of the hosts held; status 1 "
-                  "completed, 0 killed at its requested time, 5 rejected (never started)")
+                  "completed, 0 killed at its requested time, 5 rejected or dropped (never "
+                  "started)")
 
 
 def format_ticks(ticks: int) -> str:

@@ -37,7 +37,7 @@ from cosim.errors import InputError
 from cosim.workload.jobs import Job, JobOutcome
 
 __all__ = ["JobValue", "VALUE_KEYS", "DECAYS", "value_at", "earned", "value_from_pairs",
-           "read_values", "productivity"]
+           "check_value_pairs", "read_values", "productivity"]
 
 #: the CosimApp keys of a job's value
 VALUE_KEYS = ("value", "value_min", "soft", "hard", "decay")
@@ -142,11 +142,27 @@ def value_from_pairs(pairs: Mapping[str, str], walltime: int) -> JobValue | None
     return JobValue(v=v, u=u, soft=soft, hard=hard, decay=pairs.get("decay", "linear"))
 
 
-def read_values(path: str | os.PathLike[str], jobs: Sequence[Job]) -> dict[int, JobValue]:
+def check_value_pairs(pairs: Mapping[str, str]) -> None:
+    """What `value_from_pairs` can check before a job's requested time is known: the
+    numbers, the decay, each threshold, and their order when both are in the same unit
+    (multiples, or seconds); ValueError naming the key."""
+    soft = pairs.get("soft", str(DEFAULT_SOFT))
+    hard = pairs.get("hard", str(DEFAULT_HARD))
+    if soft.endswith("s") == hard.endswith("s"):
+        value_from_pairs(pairs, 1_000_000_000)
+        return
+    _threshold(soft, 1, what="soft")
+    _threshold(hard, 1, what="hard")
+    value_from_pairs({**pairs, "soft": "1", "hard": "1"}, 1)
+
+
+def read_values(path: str | os.PathLike[str], jobs: Sequence[Job], *,
+                skipped: frozenset[int] = frozenset()) -> dict[int, JobValue]:
     """A sidecar of per-job values: a CSV with a header naming ``job_id``, ``value``,
     ``soft_s`` and ``hard_s`` (seconds after submission) and optionally ``value_min`` and
-    ``decay``; one row per job, each naming a job of `jobs`. `InputError` naming the file,
-    line and field for a missing file or column, a bad number, an unknown or repeated job."""
+    ``decay``; one row per job, each naming a job of `jobs` (rows of the `skipped` jobs of
+    the trace are read and left out). `InputError` naming the file, line and field for a
+    missing file or column, a bad number or value, an unknown or repeated job."""
     p = Path(path)
     by_id = {j.id: j for j in jobs}
     try:
@@ -165,41 +181,59 @@ def read_values(path: str | os.PathLike[str], jobs: Sequence[Job]) -> dict[int, 
     unknown = [n for n in names if n not in (*need, "value_min", "decay")]
     if unknown:
         raise InputError(f"unknown column {unknown[0]!r}", file=p, line=1)
+    twice = [n for n in names if names.count(n) > 1]
+    if twice:
+        raise InputError(f"column {twice[0]!r} given twice", file=p, line=1)
     out: dict[int, JobValue] = {}
-    for line, row in enumerate(rows, start=2):
+    seen: set[int] = set()
+    for row in rows:
+        line = rows.line_num  # the physical line the row ends on
         if not row or not any(c.strip() for c in row):
             continue
         if len(row) != len(names):
             raise InputError(f"{len(row)} fields, the header has {len(names)}", file=p,
                              line=line)
         cell = dict(zip(names, (c.strip() for c in row), strict=True))
-        try:
-            jid = int(cell["job_id"])
-        except ValueError:
-            raise InputError(f"not a job id: {cell['job_id']!r}", file=p, line=line,
-                             field="job_id") from None
+
+        def bad(field: str, problem: str, _line: int = line) -> InputError:
+            return InputError(problem, file=p, line=_line, field=field)
+
+        if not cell["job_id"].isdigit():
+            raise bad("job_id", f"not a job id: {cell['job_id']!r}")
+        jid = int(cell["job_id"])
+        if jid in seen:
+            raise bad("job_id", f"job {jid} given twice")
+        seen.add(jid)
         if jid not in by_id:
-            raise InputError(f"no job {jid} in the workload", file=p, line=line,
-                             field="job_id")
-        if jid in out:
-            raise InputError(f"job {jid} given twice", file=p, line=line, field="job_id")
-        field = "value"
-        try:
-            v = float(cell["value"])
-            field = "value_min"
-            u = float(cell.get("value_min") or 0)
-            ticks = []
-            for field in ("soft_s", "hard_s"):
-                seconds = float(cell[field])
-                problem = duration_problem(seconds)
-                if problem:
-                    raise ValueError(problem)
-                ticks.append(to_ticks(seconds))
-            field = "value"
-            out[jid] = JobValue(v=v, u=u, soft=ticks[0], hard=ticks[1],
-                                decay=cell.get("decay") or "linear")
-        except ValueError as exc:
-            msg = str(exc) if "could not convert" not in str(exc) else (
-                f"not a number: {cell[field]!r}")
-            raise InputError(msg, file=p, line=line, field=field) from None
+            if jid in skipped:
+                continue
+            raise bad("job_id", f"no job {jid} in the workload")
+        nums: dict[str, float] = {}
+        for field in ("value", "value_min", "soft_s", "hard_s"):
+            text_value = cell.get(field) or ("0" if field == "value_min" else "")
+            try:
+                nums[field] = float(text_value)
+            except ValueError:
+                raise bad(field, f"not a number: {text_value!r}") from None
+            if not math.isfinite(nums[field]):
+                raise bad(field, f"must be finite, got {text_value!r}")
+        if nums["value"] <= 0:
+            raise bad("value", f"must be > 0, got {cell['value']!r}")
+        if not 0 <= nums["value_min"] <= nums["value"]:
+            raise bad("value_min", f"must be in [0, value], got {cell.get('value_min')!r}")
+        for field in ("soft_s", "hard_s"):
+            problem = duration_problem(nums[field])
+            if problem:
+                raise bad(field, problem)
+        if not 0 < nums["soft_s"] <= nums["hard_s"]:
+            raise bad("hard_s", f"thresholds need 0 < soft_s <= hard_s, got "
+                      f"{cell['soft_s']}, {cell['hard_s']}")
+        decay = cell.get("decay") or "linear"
+        if decay not in DECAYS:
+            raise bad("decay", f"unknown decay {decay!r} (known: {', '.join(DECAYS)})")
+        if decay == "exp" and nums["value_min"] <= 0:
+            raise bad("value_min", "an exp decay needs value_min > 0 (it never reaches 0)")
+        out[jid] = JobValue(v=nums["value"], u=nums["value_min"],
+                            soft=max(to_ticks(nums["soft_s"]), 1),
+                            hard=max(to_ticks(nums["hard_s"]), 1), decay=decay)
     return out
