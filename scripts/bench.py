@@ -636,6 +636,27 @@ def _otf2(repeat):
     rows = [(f"writer: sort + write + close ({n:,} events)", n / write, "ev/s", 1_000_000.0),
             ("writer: end to end (make_* + buffer + write)", n / (buffer + write), "ev/s",
              None)]
+    def floor(path, n_locs=258, per=220):
+        """The writer alone on the main job's trace shape (its locations, as many events
+        each, enter/leave only): what an end-to-end trace costs with a free builder."""
+        w = Otf2Writer(path)
+        d = w.defs
+        root = d.system_tree_node("cluster")
+        idle = d.region("idle", region_role=RegionRole.ARTIFICIAL)
+        for i in range(n_locs):
+            w.add_location(d.location(f"PE{i}", group=d.location_group(
+                f"PE{i}", system_tree_parent=root)))
+        t0 = time.perf_counter()
+        for i in range(n_locs):
+            w.extend(i, [ev for k in range(per)
+                         for ev in (make_enter(2 * k, idle), make_leave(2 * k + 1, idle))])
+            w.finish([i])
+        return w.close().events, time.perf_counter() - t0
+
+    with tempfile.TemporaryDirectory() as tmp:
+        floors = [floor(Path(tmp) / f"f{k}") for k in range(repeat)]
+    rows.append((f"writer alone, main job's shape (258 locations, {floors[0][0]:,} events)",
+                 floors[0][0] / min(f[1] for f in floors), "ev/s", None))
     p = prepare(RunOptions(workload=str(MAIN_WORKLOAD), rca="yield"))
     rec = execute(replace(p, als=replace(p.als, record=True)))
     tables = tables_of(rec, "main")
