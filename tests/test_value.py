@@ -249,7 +249,18 @@ def test_hopeless_jobs_are_dropped(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert (summary["dropped"], summary["jobs"], summary["rejected"],
             summary["productivity"]) == (1, 2, 0, 2.0)
-    assert "2,1,,,1,1,dropped" in (out / "jobs.csv").read_text()
+    assert "2,1,,100,1,1,dropped" in (out / "jobs.csv").read_text()  # end: when dropped
+    # its wait counts: queued from 1 s to its drop at 100 s, and in the queue depth
+    from cosim.output import metrics
+    from cosim.output.hdf5 import read_results
+    from cosim.output.tables import step_series
+
+    (run,) = read_results(out / "results.h5")
+    times, queued = step_series(run)["queued"]
+    assert queued[times.tolist().index(S)] == 2  # jobs 2 and 3 from 1 s
+    t, q = metrics.queue_depth(res.outcomes)
+    assert q[t.tolist().index(100 * S)] == 0.0  # both left the queue at 100 s
+    assert q[t.tolist().index(S)] == 0.0 and len(t) == 3
     line = next(ln for ln in (out / "schedule.swf").read_text().splitlines()
                 if ln.startswith("2 "))
     assert line.split()[10] == "5"
@@ -316,3 +327,21 @@ def test_replayed_unfairness_under_a_value_order(tmp_path, capsys):
     fair = replayed_fair_starts(jobs, n_hosts=8, config=cfg)
     res = simulate_batch(jobs, n_hosts=8, config=cfg)
     assert s["unfair_jobs_replayed"] == unfair_jobs_replayed(res.outcomes, fair)
+
+
+def test_a_dropped_jobs_wait_counts_in_the_loss_of_capacity():
+    from cosim.bls import BatchConfig, simulate_batch
+    from cosim.output import metrics
+
+    # 2 hosts: job 1 (1 host) on [0, 100); job 2 (2 hosts, from 0 s too, after job 1 got
+    # its host) waits and is dropped at 100 s
+    jobs = [Job(id=1, submit=0, hosts=1, pes=1, walltime=100 * S, runtime=100 * S,
+                priority=1),
+            Job(id=2, submit=0, hosts=2, pes=2, walltime=10 * S, runtime=10 * S,
+                value=JobValue(v=1.0, soft=20 * S, hard=50 * S))]
+    res = simulate_batch(jobs, n_hosts=2, config=BatchConfig(priority="vpt"))
+    assert [o.status for o in res.outcomes] == ["completed", "dropped"]
+    assert metrics.loss_of_capacity(res.outcomes, 2) == 0.5  # 1 idle host while 2 waited
+    assert metrics.loss_of_capacity(res.outcomes, 2, allocations=res.allocations) == 0.5
+    assert metrics.summary(res.outcomes, 2)["loss_of_capacity"] == 0.5
+    assert metrics.loss_of_capacity(res.outcomes, 2, fit_only=True) == 0.0  # it needs 2

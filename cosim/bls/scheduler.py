@@ -593,7 +593,7 @@ class BatchScheduler:
         for job in [j for j in self._qjobs if j.value is not None
                     and value_at(j.value, now + j.walltime - j.submit) == 0.0]:
             self._dequeue(job)
-            self.outcomes[job.id] = JobOutcome(job=job, start=None, end=None, hosts=(),
+            self.outcomes[job.id] = JobOutcome(job=job, start=None, end=now, hosts=(),
                                                status="dropped")
             self.dropped += 1
 

@@ -45,10 +45,30 @@ BSLD_THRESHOLD_S = 10.0
 
 
 class _Ran(list):
-    """The jobs that ran, with their columns (`_columns`) computed once: `summary` hands it
-    to every metric."""
+    """The jobs that ran, with their columns (`_columns`) computed once, and the dropped
+    ones (they waited, then left the queue): `summary` hands it to every metric."""
 
     cols: tuple[np.ndarray, ...]
+    dropped: tuple[JobOutcome, ...] = ()
+
+
+def _dropped(outcomes: Sequence[JobOutcome]) -> tuple[JobOutcome, ...]:
+    """The jobs a value order dropped from the queue (their waits count as waits)."""
+    if isinstance(outcomes, _Ran):
+        return outcomes.dropped
+    return tuple(o for o in outcomes if o.status == "dropped")
+
+
+def _waits(outcomes: Sequence[JobOutcome], submit: np.ndarray, start: np.ndarray,
+           hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The jobs' waits ``[submit, start)`` with the dropped jobs' ``[submit, drop)`` added,
+    and their hosts (what waiting jobs need)."""
+    d = _dropped(outcomes)
+    if not d:
+        return submit, start, hosts
+    return (np.concatenate((submit, [o.job.submit for o in d])).astype(np.int64),
+            np.concatenate((start, [o.end for o in d])).astype(np.int64),
+            np.concatenate((hosts, [o.job.hosts for o in d])).astype(np.int64))
 
 
 def _ran(outcomes: Sequence[JobOutcome]) -> list[JobOutcome]:
@@ -282,19 +302,20 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     t0, t1 = int(submit.min()), int(end.max())
     if t1 <= t0:
         return 0.0
+    w_sub, w_start, w_hosts = _waits(outcomes, submit, start, hosts)
     if allocations is not None:
-        return _loss_of_capacity_log(ran, n_hosts, allocations, submit, start, t0, t1,
-                                     fit_only)
+        return _loss_of_capacity_log(ran, n_hosts, allocations, (w_sub, w_start, w_hosts),
+                                     t0, t1, fit_only)
     lends = [t for o in ran if o.lent for _, t in o.lent]
     lent_at = np.asarray(lends, dtype=np.int64)
     lent_end = np.asarray([o.end for o in ran if o.lent for _ in o.lent], dtype=np.int64)
     ones = np.ones(len(lends), dtype=np.int64)
     zeros = np.zeros(len(lends), dtype=np.int64)
-    times = np.concatenate((start, end, submit, start, lent_at, lent_end))
-    busy_d = np.concatenate((hosts, -hosts, np.zeros_like(submit), np.zeros_like(start),
+    times = np.concatenate((start, end, w_sub, w_start, lent_at, lent_end))
+    busy_d = np.concatenate((hosts, -hosts, np.zeros_like(w_sub), np.zeros_like(w_start),
                              -ones, ones))
-    wait_d = np.concatenate((np.zeros_like(start), np.zeros_like(end), np.ones_like(submit),
-                             -np.ones_like(start), zeros, zeros))
+    wait_d = np.concatenate((np.zeros_like(start), np.zeros_like(end), np.ones_like(w_sub),
+                             -np.ones_like(w_start), zeros, zeros))
     order = np.argsort(times, kind="stable")
     times = times[order]
     busy = np.cumsum(busy_d[order])
@@ -302,7 +323,7 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     dt = np.diff(times)  # segment k = [times[k], times[k+1]) with the state after event k
     free = n_hosts - busy[:-1]
     if fit_only:  # the state after every event at a tick: zero-length segments weigh 0
-        lost = _smallest_waiting(submit, start, hosts, times[:-1]) < free
+        lost = _smallest_waiting(w_sub, w_start, w_hosts, times[:-1]) < free
     else:
         lost = waiting[:-1] > 0
     return _dot(free * lost, dt) / (n_hosts * (t1 - t0))
@@ -337,9 +358,11 @@ def _smallest_waiting(submit: np.ndarray, start: np.ndarray, hosts: np.ndarray,
 
 
 def _loss_of_capacity_log(ran: Sequence[JobOutcome], n_hosts: int, a: np.ndarray,
-                          submit: np.ndarray, start: np.ndarray, t0: int, t1: int,
+                          waits: tuple[np.ndarray, np.ndarray, np.ndarray], t0: int, t1: int,
                           fit_only: bool = False) -> float:
-    """`loss_of_capacity` with the occupied hosts taken from the allocation log `a`."""
+    """`loss_of_capacity` with the occupied hosts taken from the allocation log `a`;
+    `waits`: every wait's ``(submit, end of the wait, hosts)`` (`_waits`)."""
+    submit, start, hosts = waits
     times, occupied = _occupied_series(ran, a)
     u = np.unique(np.concatenate((times, submit, start, [t1])))
     u = u[(u >= t0) & (u <= t1)]
@@ -349,7 +372,6 @@ def _loss_of_capacity_log(ran: Sequence[JobOutcome], n_hosts: int, a: np.ndarray
                - np.searchsorted(np.sort(start), u, side="right"))
     free = n_hosts - occ[:-1]
     if fit_only:
-        hosts = _columns(ran)[3]
         lost = _smallest_waiting(submit, start, hosts, u[:-1]) < free
     else:
         lost = waiting[:-1] > 0
@@ -359,9 +381,11 @@ def _loss_of_capacity_log(ran: Sequence[JobOutcome], n_hosts: int, a: np.ndarray
 def queue_depth(outcomes: Sequence[JobOutcome]) -> tuple[np.ndarray, np.ndarray]:
     """The queue depth of Tang et al. at every submission and start: ``Q(t) = sum over
     jobs waiting at t of (t - s_j)``, in minutes, after every event at t; ``(ticks, Q)``.
-    Between two events Q grows linearly by the waiting jobs' count per unit time."""
+    Between two events Q grows linearly by the waiting jobs' count per unit time. A dropped
+    job waits until it is dropped."""
     ran = _ran(outcomes)
-    submit, start, _, _ = _columns(ran)
+    submit, start, _, hosts = _columns(ran)
+    submit, start, _ = _waits(outcomes, submit, start, hosts)
     times = np.unique(np.concatenate((submit, start)))
     # waiting after the events at t: submitted at or before t, started after t
     n_sub = np.searchsorted(np.sort(submit), times, side="right")
@@ -466,6 +490,7 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     """
     ran = _Ran(_ran(outcomes))
     ran.cols = _columns(list(ran))
+    ran.dropped = _dropped(outcomes)
     return {
         "jobs": len(ran),
         "rejected": sum(1 for o in outcomes if o.status == "rejected"),

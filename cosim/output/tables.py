@@ -46,7 +46,8 @@ JOB_DTYPE = np.dtype([
     ("kind", "S9"), ("min_pes", "<i4"), ("max_pes", "<i4"), ("pes_start", "<i4"),
     ("shrinks", "<i4"), ("expands", "<i4"), ("pe_seconds", "<f8"),
 ])
-"""One row per job. Ticks; -1 start/end when rejected; wait/response in seconds and slowdown
+"""One row per job. Ticks; -1 start/end when rejected (a dropped job: start -1, end the tick
+it was dropped); wait/response in seconds and slowdown
 = response / run time (NaN when the job did not run); hosts: every host the job had PEs on
 (the requested hosts if it never ran); pes: the reference PEs of the job (`Job.pes`);
 yields/lends/borrows: counts of hosts (`JobOutcome`); imbalance: max / mean of the per-PE
@@ -170,10 +171,10 @@ def _jobs_table(outs: Sequence[JobOutcome], technique: str,
                       dtype=bool, count=n)
     t["start"] = np.fromiter((NO_TICK if x is None else x for x in starts), np.int64, n)
     t["end"] = np.fromiter((NO_TICK if x is None else x for x in ends), np.int64, n)
-    t["start"][~ran] = NO_TICK
-    t["end"][~ran] = NO_TICK
-    t["hosts"] = np.fromiter((len(o.hosts) or o.job.hosts for o in outs), np.int64, n)
     t["status"] = _strings(map(attrgetter("status"), outs), 9)
+    t["start"][~ran] = NO_TICK
+    t["end"][~ran & (t["status"] != b"dropped")] = NO_TICK  # a drop keeps its tick
+    t["hosts"] = np.fromiter((len(o.hosts) or o.job.hosts for o in outs), np.int64, n)
     t["category"] = _strings(map(attrgetter("category"), jobs), 32)
     t["app"] = _strings(map(attrgetter("app"), jobs), 32)
     t["kind"] = _strings(map(attrgetter("kind"), jobs), 9)
@@ -483,13 +484,16 @@ def step_series(tables: RunTables) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     allocation log: every role but ``yielded``), so a host counts busy from its job's start
     to its yield or end, as utilization (Eq. 1) counts it, and a host shared by several jobs
     counts once; busy_pes counts the PEs of the busy rows; running counts jobs in [start,
-    end); queued counts jobs in [submit, start) (rejected jobs never queue)."""
+    end); queued counts jobs in [submit, start), and dropped ones in [submit, drop) (rejected
+    jobs never queue)."""
     b = busy_rows(tables.allocations)
     j = tables.jobs
     ran = j[j["start"] >= 0]
+    dropped = j[j["status"] == b"dropped"]
     return {
         "busy_hosts": busy_host_series(b),
         "running": _steps(ran["start"], ran["end"]),
-        "queued": _steps(ran["submit"], ran["start"]),
+        "queued": _steps(np.concatenate((ran["submit"], dropped["submit"])),
+                         np.concatenate((ran["start"], dropped["end"]))),
         "busy_pes": _steps(b["start"], b["end"], b["hosts"].astype(np.int64) * b["pes"]),
     }

@@ -109,7 +109,9 @@ class JobOutcome:
     """What happened to a job in a simulation.
 
     status: ``completed``; ``killed`` (walltime exceeded, ended at start + walltime);
-    ``rejected`` (never started: larger than the machine; start and end are None).
+    ``rejected`` (never started: larger than the machine; start and end are None);
+    ``dropped`` (never started: a value order dropped it once it could earn nothing; start
+    None, end the tick it left the queue).
     hosts: the host indices it ran on, ascending (empty when rejected), borrowed ones included
     (an `IndexSet`; with resizes, every host it ever had PEs on).
     RCA accounting: `yielded` = (host, tick) for each host the job reported out of work;
