@@ -917,11 +917,15 @@ class _Terminated(KeyboardInterrupt):
 def _unraisable(info: Any) -> None:
     """`sys.unraisablehook`: a Ctrl-C (or SIGTERM) that Python raised inside a callback it
     cannot raise from (a weakref or finalizer run by the garbage collector) would be printed
-    as "Exception ignored ... Traceback ... KeyboardInterrupt" and lost; the signal is raised
-    again instead, so the interrupt takes its usual path. Anything else is printed as Python
-    does."""
+    as "Exception ignored ... Traceback ... KeyboardInterrupt" and lost; the signal is marked
+    pending again instead (`_thread.interrupt_main`: its handler runs at the main thread's next
+    check, outside this hook — `signal.raise_signal` would run it here, inside the hook, and
+    the interrupt would be lost again), so it takes its usual path. Anything else is printed
+    as Python does."""
     if info.exc_type is not None and issubclass(info.exc_type, KeyboardInterrupt):
-        signal.raise_signal(getattr(info.exc_value, "signum", signal.SIGINT))
+        import _thread
+
+        _thread.interrupt_main(getattr(info.exc_value, "signum", signal.SIGINT))
         return
     sys.__unraisablehook__(info)
 

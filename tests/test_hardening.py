@@ -442,8 +442,9 @@ def test_app_overrides_are_checked_against_the_workload_before_simulating(capsys
 
 def test_an_interrupt_lost_in_a_gc_callback_is_raised_again():
     """Python cannot raise a Ctrl-C that lands inside a weakref callback and would print
-    "Exception ignored ... KeyboardInterrupt" and go on; cosim's hook raises the signal
-    again, so the interrupt takes its usual path. Other unraisable errors print as usual."""
+    "Exception ignored ... KeyboardInterrupt" and go on; cosim's hook marks the signal
+    pending again (its handler runs at the next check, outside the hook), so the interrupt
+    takes its usual path. Other unraisable errors print as usual."""
     import types
 
     from cosim.cli import _unraisable
