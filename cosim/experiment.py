@@ -97,7 +97,11 @@ class RunRecord:
     @property
     def host_cores(self) -> tuple[int, ...]:
         """The cores of each host the run used."""
-        return tuple(h.cores for h in self.platform.hosts[:self.n_hosts])
+        return _host_cores(self.platform, self.n_hosts)
+
+
+def _host_cores(platform: Any, n_hosts: int) -> tuple[int, ...]:
+    return tuple(h.cores for h in platform.hosts[:n_hosts])
 
 
 def _rejected(workload):
@@ -124,7 +128,7 @@ class Prepared:
     @property
     def host_cores(self) -> tuple[int, ...]:
         """The cores of each host the run uses."""
-        return tuple(h.cores for h in self.platform.hosts[:self.n_hosts])
+        return _host_cores(self.platform, self.n_hosts)
 
     @property
     def coupled(self) -> bool:
@@ -225,7 +229,7 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                         else to_ticks(opt.makespan_cap_s),
                         adaptive=opt.adaptive, tuner_params=dict(opt.tuner_params),
                         drop_hopeless=opt.drop_hopeless)
-    check_machine(batch, [h.cores for h in platform.hosts[:n_hosts]])
+    check_machine(batch, _host_cores(platform, n_hosts))
     if warn is not None:
         _unused_tuning(batch, warn)
         hopeless = [j for j in workload.jobs if j.value is not None

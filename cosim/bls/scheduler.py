@@ -75,7 +75,7 @@ from cosim.bls.policies.window import WINDOW_MAX
 from cosim.bls.policies.window import plan as window_plan
 from cosim.bls.state import ClusterState
 from cosim.bls.tuning import ADAPTIVE_MODES, Tuner, TunerParams
-from cosim.workload.value import value_at
+from cosim.workload.value import value_if_started
 from cosim.config import build
 from cosim.core.engine import EventQueue
 from cosim.errors import InputError, ProtocolError
@@ -290,7 +290,6 @@ class BatchScheduler:
         self._rank = None if order is None else order.rank
         self._drop = (config.drop_hopeless if config.drop_hopeless is not None
                       else order is not None and order.value_based)
-        self.dropped = 0
         self.tuner: Tuner | None = None
         if config.adaptive != "off":
             self.tuner = Tuner(config.adaptive, build(TunerParams, config.tuner_params,
@@ -411,10 +410,7 @@ class BatchScheduler:
                 self._qcols.insert(i, job, self._seq)
                 self._seq += 1
             self._qstamp[0] += 1
-            walls, keys = self._qindex.setdefault(self._qclass(job), ([], []))
-            at = _position(walls, keys, job.walltime, key)
-            walls.insert(at, job.walltime)
-            keys.insert(at, key)
+            self._index(job, key)
             self._dirty = True
 
     # -- facts and own events -------------------------------------------------------------
@@ -591,11 +587,10 @@ class BatchScheduler:
         """Drop the queued jobs whose value would be 0 even if they started now (in queue
         order; `BatchConfig.drop_hopeless`)."""
         for job in [j for j in self._qjobs if j.value is not None
-                    and value_at(j.value, now + j.walltime - j.submit) == 0.0]:
+                    and value_if_started(j, now) == 0.0]:
             self._dequeue(job)
             self.outcomes[job.id] = JobOutcome(job=job, start=None, end=now, hosts=(),
                                                status="dropped")
-            self.dropped += 1
 
     def _rerank(self, now: int) -> None:
         """Order the queue by the dynamic priority at `now`: ``(-priority, *rank, id)``. The
@@ -620,11 +615,8 @@ class BatchScheduler:
             q.permute(order)
             self._keys = {j.id: k for j, k in zip(new, keys, strict=True)}
             self._qindex.clear()
-            for j, k in zip(new, keys, strict=True):  # in key order: appends stay sorted
-                walls, ks = self._qindex.setdefault(self._qclass(j), ([], []))
-                at = _position(walls, ks, j.walltime, k)
-                walls.insert(at, j.walltime)
-                ks.insert(at, k)
+            for j, k in zip(new, keys, strict=True):
+                self._index(j, k)
             self._qstamp[0] += 1
         self._rank_mark = self._seq
 
@@ -685,6 +677,13 @@ class BatchScheduler:
                 self.release_wait_max = max(self.release_wait_max, waited)
                 out.append(self._launch(item, now))
         return out
+
+    def _index(self, job: Job, key: tuple[Any, ...]) -> None:
+        """Add a queued job to the queue index (`DynamicView.queue_index`)."""
+        walls, keys = self._qindex.setdefault(self._qclass(job), ([], []))
+        at = _position(walls, keys, job.walltime, key)
+        walls.insert(at, job.walltime)
+        keys.insert(at, key)
 
     def _qclass(self, job: Job) -> tuple[int, bool]:
         """A queued job's entry in the queue index: (hosts, needs every core of them)."""

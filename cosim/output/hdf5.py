@@ -286,8 +286,11 @@ def _hosts_table(run: RunTables) -> np.ndarray:
 def _write_run(runs: h5py.Group, run: RunTables, chunks: bool) -> None:
     g = runs.create_group(run.run_id, track_order=True)
     g.attrs["n_hosts"] = np.int64(run.n_hosts)
-    common = np.unique(run.host_cores)
-    g.attrs["cores_per_host"] = np.int64(common[0] if len(common) == 1 else 0)
+    try:
+        common = run.cores_per_host
+    except ValueError:  # the hosts differ: read hosts.cores
+        common = 0
+    g.attrs["cores_per_host"] = np.int64(common)
     for name, values in (("config", run.config), ("metrics", run.metrics),
                          ("stats", run.stats)):
         encode_attrs(g.create_group(name, track_order=True).attrs, values,

@@ -36,7 +36,8 @@ from cosim.core.clock import duration_problem, to_ticks
 from cosim.errors import InputError
 from cosim.workload.jobs import Job, JobOutcome
 
-__all__ = ["JobValue", "VALUE_KEYS", "DECAYS", "value_at", "earned", "value_from_pairs",
+__all__ = ["JobValue", "VALUE_KEYS", "DECAYS", "value_at", "value_if_started", "earned",
+           "value_from_pairs",
            "check_value_pairs", "read_values", "productivity"]
 
 #: the CosimApp keys of a job's value
@@ -82,6 +83,14 @@ def value_at(value: JobValue, elapsed: int) -> float:
     if value.decay == "exp":
         return value.v * math.exp(-math.log(value.v / value.u) * frac)
     return value.v - (value.v - value.u) * frac
+
+
+def value_if_started(job: Job, now: int) -> float:
+    """What `job` would earn starting at `now` and running for its requested time (1 for a
+    job without a value: it never decays): what value orders rank and drop by."""
+    if job.value is None:
+        return 1.0
+    return value_at(job.value, now + job.walltime - job.submit)
 
 
 def earned(outcome: JobOutcome) -> float:

@@ -22,18 +22,15 @@ import numpy as np
 
 from cosim.bls.policies.base import PriorityPolicy, QueueColumns, Tunables
 from cosim.workload.jobs import Job
-from cosim.workload.value import value_at
+from cosim.workload.value import value_if_started
 
 __all__ = ["VPT", "VPE", "predicted_values"]
 
 
 def predicted_values(now: int, queue: QueueColumns) -> np.ndarray:
     """Each queued job's value if it started now and ran for its requested time."""
-    out = np.ones(len(queue))
-    for i, job in enumerate(queue.jobs):
-        if job.value is not None:
-            out[i] = value_at(job.value, now + job.walltime - job.submit)
-    return out
+    return np.fromiter((value_if_started(job, now) for job in queue.jobs), dtype=np.float64,
+                       count=len(queue))
 
 
 def _vpt(now: int, queue: QueueColumns, tunables: Tunables) -> tuple[np.ndarray, ...]:
