@@ -223,8 +223,35 @@ def _values(repeat):
     jobs = [replace(j, value=values[j.id]) for j in w.jobs]
     res = simulate(jobs, n_hosts=100)
     wall_p, _ = best(repeat, lambda: productivity(res.outcomes))
+    base, _ = batch_rate(jobs, 100, "easy", repeat)
+    vpt, _ = batch_rate(jobs, 100, "greedy", repeat, priority="vpt")
     return [("sidecar read (rows/s)", len(jobs) / wall, "rows/s", None),
-            ("productivity (jobs/s)", len(jobs) / wall_p, "jobs/s", None)]
+            ("productivity (jobs/s)", len(jobs) / wall_p, "jobs/s", None),
+            ("vpt + greedy with drops (jobs/s)", len(jobs) / vpt, "jobs/s", None),
+            ("vpt + greedy / fcfs + easy", vpt / base, "x", None)]
+
+
+@bench("mixed hosts: KTH-SP2 EASY on 100 hosts of 1 and 4 cores vs 100 equal hosts (the same "
+       "schedule; the cost of per-host core counts)")
+def _mixed(repeat):
+    from cosim.bls import BatchConfig
+    from cosim.paths import TRACES_DIR
+    from cosim.platform import load_platform
+    from cosim.runner import simulate
+    from cosim.workload.swf import read_swf
+
+    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "mixed.toml"
+        path.write_text("[platform]\nname = \"mixed\"\n\n" + "".join(
+            f"[[host]]\nname = \"h{i}\"\ncores = {1 + 3 * (i % 2)}\nspeed = \"1Gf\"\n\n"
+            for i in range(100)) + "[network]\ntopology = \"full\"\nbandwidth = \"1Gbps\"\n")
+        mixed = load_platform(path)
+    equal, _ = best(repeat, lambda: simulate(w.jobs, n_hosts=100, batch=BatchConfig()))
+    wall, _ = best(repeat, lambda: simulate(w.jobs, n_hosts=100, platform=mixed,
+                                            batch=BatchConfig()))
+    return [("mixed hosts (jobs/s)", len(w.jobs) / wall, "jobs/s", None),
+            ("mixed / equal hosts", wall / equal, "x", None)]
 
 
 @bench("bls: 200,000 Lublin-like jobs on 5,040 hosts, EASY (target < 60 s)")
