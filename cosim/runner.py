@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from cosim.bls.power import totals as power_totals
 from cosim.bls.scheduler import BatchConfig, BatchScheduler
 from cosim.errors import InputError, ProtocolError
 from cosim.placement import TRACE, LeastWork, app_ranks
@@ -94,7 +95,8 @@ class SimResult:
     `LoopResult`. first_reservation: job id -> the first reservation it received (EASY: as
     queue head or priority job; conservative: on arrival). allocations: the allocation log
     (`cosim.bls.alloclog.ALLOC_DTYPE`): every interval of every job's PEs. tuning: the
-    tuner's checkpoints (`cosim.bls.tuning.Checkpoint`; empty without ``adaptive``).
+    tuner's checkpoints (`cosim.bls.tuning.Checkpoint`; empty without ``adaptive``). power:
+    the run's `cosim.bls.power.PowerTotals` under a power cap, else None.
     """
 
     outcomes: tuple[JobOutcome, ...]
@@ -103,6 +105,7 @@ class SimResult:
     first_reservation: dict[int, int] = field(default_factory=dict)
     allocations: np.ndarray | None = None
     tuning: tuple = ()
+    power: Any = None
 
 
 def simulate(
@@ -118,6 +121,7 @@ def simulate(
     comm: Any = None,
     rank0_apps: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    power: Any = None,
 ) -> SimResult:
     """Simulate `jobs` on the first `n_hosts` hosts of a machine.
 
@@ -146,6 +150,9 @@ def simulate(
     progress:
         Called now and then with the decided tick and the number of jobs ended
         (`cosim.output.progress.Progress`).
+    power:
+        The hosts' power model (`cosim.platform.power.PowerModel`) for a power cap; default:
+        the platform's.
     """
     wall0 = time.perf_counter()
     if n_hosts < 1:
@@ -170,7 +177,12 @@ def simulate(
     if coupled and (platform is None or als is None):
         raise InputError("jobs with an app model need a platform and application-level "
                          "settings", field="app")
-    sched = BatchScheduler(cores=host_cores, config=batch)
+    if power is None and platform is not None:
+        power = platform.power
+    if batch.power_capped and coupled:
+        raise InputError("a power cap needs trace jobs: the application level does not model "
+                         "power (jobs with an app model are not re-timed)", field="power-cap")
+    sched = BatchScheduler(cores=host_cores, config=batch, power=power)
     from cosim.als.trace_apps import TraceApps
 
     pe_hosts = np.repeat(np.arange(n_hosts, dtype=np.int64), host_cores)  # host-major
@@ -215,7 +227,9 @@ def simulate(
     return SimResult(outcomes=outcomes, stats=stats, loops=dict(totals.loops),
                      first_reservation=dict(sorted(sched.first_reservation.items())),
                      allocations=sched.state.log.table(),
-                     tuning=tuple(sched.tuner.log) if sched.tuner is not None else ())
+                     tuning=tuple(sched.tuner.log) if sched.tuner is not None else (),
+                     power=None if sched.power is None else
+                     power_totals(sched.power, sched.power_changes))
 
 
 def replayed_fair_starts(jobs: Sequence[Job], *, n_hosts: int, cores_per_host: int = 1,
@@ -254,9 +268,11 @@ def replayed_fair_starts(jobs: Sequence[Job], *, n_hosts: int, cores_per_host: i
 
 
 def simulate_batch(jobs: Sequence[Job], *, n_hosts: int, cores_per_host: int = 1,
-                   config: BatchConfig | None = None) -> SimResult:
-    """`simulate` for trace workloads on a plain machine of `n_hosts` x `cores_per_host`."""
-    return simulate(jobs, n_hosts=n_hosts, cores_per_host=cores_per_host, batch=config)
+                   config: BatchConfig | None = None, power: Any = None) -> SimResult:
+    """`simulate` for trace workloads on a plain machine of `n_hosts` x `cores_per_host`
+    (`power`: the hosts' power model, for a power cap)."""
+    return simulate(jobs, n_hosts=n_hosts, cores_per_host=cores_per_host, batch=config,
+                    power=power)
 
 
 def cosimulate(jobs: Sequence[Job], *, platform: Any, n_hosts: int, batch: BatchConfig,

@@ -172,14 +172,16 @@ def _jobs_with(values, walls, hosts=None, submit=0):
 def test_the_hand_vpt_and_vpe_orders():
     """VP-3 without a power cap: four jobs queued at 0, ranked at t = 10 s."""
     from cosim.bls.policies.base import QueueColumns, Tunables
-    from cosim.bls.policies.value_order import VPE, VPT, predicted_values
+    from cosim.bls.policies.value_order import VPE, VPT
+    from cosim.workload.value import value_params, values_at
 
     lin = [JobValue(v=v, soft=s * S, hard=h * S) for v, s, h in
            ((8.0, 100, 200), (6.0, 20, 60), (3.0, 1000, 2000), (10.0, 200, 400))]
     jobs = _jobs_with(lin, walls=[40, 30, 10, 100], hosts=[4, 1, 1, 2])
     cols = QueueColumns.of(jobs)
     # values at 10 + walltime: 8 (50 <= ST), 6 - 6 (40 - 20) / 40 = 3, 3, 10 (110 <= ST)
-    assert predicted_values(10 * S, cols).tolist() == [8.0, 3.0, 3.0, 10.0]
+    elapsed = 10 * S + cols.walltime - cols.submit
+    assert values_at(value_params(jobs), elapsed).tolist() == [8.0, 3.0, 3.0, 10.0]
 
     def order(policy):
         cols_ = policy.rank(10 * S, cols, Tunables())

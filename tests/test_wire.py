@@ -33,12 +33,15 @@ COMMANDS = [
               pes=st.integers(1, 10**5), app=st.sampled_from(["rigid", "mandelbrot", "psia"]),
               params=st.lists(st.tuples(st.text(max_size=8), st.text(max_size=8)),
                               max_size=3).map(tuple),
-              limit=opt_tick, pe_set=sets),
+              limit=opt_tick, pe_set=sets, watts_mw=st.integers(0, 10**6),
+              slowdown_ppm=st.integers(10**6, 10**7)),
     st.builds(m.KillApp, time=ticks, job_id=ids, reason=st.text(max_size=10)),
     st.builds(m.ExcludeHosts, time=ticks, job_id=ids, count=st.integers(1, 100), for_job=ids),
     st.builds(m.ShrinkApp, time=ticks, job_id=ids, pes=sets, for_job=st.none() | ids,
               limit=opt_tick),
     st.builds(m.ExpandApp, time=ticks, job_id=ids, pes=sets, limit=opt_tick),
+    st.builds(m.SetPower, time=ticks, job_id=ids, watts_mw=st.integers(0, 10**6),
+              slowdown_ppm=st.integers(10**6, 10**7), limit=opt_tick),
 ]
 
 

@@ -550,6 +550,9 @@ class AppSimulator:
     def _start(self, cmd: StartApp) -> None:
         if cmd.job_id in self._apps or cmd.job_id in self.results:
             raise ProtocolError(f"job {cmd.job_id} started twice")
+        if cmd.slowdown_ppm != 1_000_000:
+            raise ProtocolError(f"job {cmd.job_id} ({cmd.app}) started under a power cap: the "
+                                "application level does not model power (trace jobs only)")
         params = {**self.config.app_overrides, **dict(cmd.params)}
         costs = self._costs(cmd.app, params)
         if len(cmd.pe_set):

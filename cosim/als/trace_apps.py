@@ -29,6 +29,14 @@ changes nothing else and is not reported: `AppCompleted` at that tick frees ever
 for a DLS release at the completion tick; the same holds when a float model rounds the work
 left after a resize to 0 ticks (the job then completes at the resize tick). Walltimes are
 never looked at (only `KillApp` kills); a zero-runtime job completes at its start tick.
+
+Power (`cosim.bls.power`): a start with ``slowdown_ppm`` m on the reference allocation ends
+at ``t + ceil(runtime x m / 10^6)``; `SetPower` at t counts the job's nominal work done since
+its last change at the old factor (integer millionths of a tick:
+`cosim.platform.power.work_done`) and re-pushes the completion at ``t + ticks_for(work
+left, new m)``; a `SetPower` at the tick the job completes changes nothing. Power changes
+and resizes of one job are not combined (a `ProtocolError`), nor are power caps and starts
+off the reference allocation.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from cosim.core.engine import EventQueue
 from cosim.core.indexset import EMPTY, IndexSet, sorted_counts
 from cosim.errors import ProtocolError
 from cosim.platform.allocation import spread_pes
+from cosim.platform.power import NOMINAL_PPM, WORK_PER_TICK, ticks_for, work_done
 from cosim.protocol.endpoint import AlsTotals
 from cosim.protocol.messages import (
     AppCompleted,
@@ -51,6 +60,7 @@ from cosim.protocol.messages import (
     ExpandApp,
     Fact,
     KillApp,
+    SetPower,
     ShrinkApp,
     StartApp,
 )
@@ -85,6 +95,17 @@ class _Run:
         self.end = t
 
 
+class _Powered:
+    """A job running on its reference allocation under a power cap: `work` nominal work left
+    (millionths of a tick) as of tick `last`, done at `multiplier` ppm; `end` its completion."""
+
+    __slots__ = ("work", "multiplier", "last", "end")
+
+    def __init__(self, work: int, multiplier: int, last: int) -> None:
+        self.work, self.multiplier, self.last = work, multiplier, last
+        self.end = last + ticks_for(work, multiplier)
+
+
 class TraceApps:
     """Trace apps simulated in process (see the module docstring).
 
@@ -108,9 +129,10 @@ class TraceApps:
         self._cores = k if uniform else 0
         self._events: EventQueue[Fact] = EventQueue()
         self._pending: dict[int, list] = {}  # job id -> handle of its pending completion
-        # job id -> its StartApp while it runs unresized on the reference allocation (the
-        # model is set up lazily, on the first resize), else its `_Run`
-        self._state: dict[int, StartApp | _Run] = {}
+        # job id -> its StartApp while it runs unresized at full power on the reference
+        # allocation (the model is set up lazily, on the first resize), its `_Powered` under
+        # a power cap, else its `_Run`
+        self._state: dict[int, StartApp | _Run | _Powered] = {}
         self._clock = 0
 
     # -- the ALS interface ------------------------------------------------------------------
@@ -135,8 +157,18 @@ class TraceApps:
                         from None
                 events.push(t, AppStarted(time=t, job_id=jid), priority=AppStarted.ORDER,
                             key=(jid,))
-                if (cmd.pe_set is EMPTY or not cmd.pe_set) and cmd.pes == job.pes \
-                        and len(cmd.hosts) == job.hosts:
+                reference = (cmd.pe_set is EMPTY or not cmd.pe_set) and cmd.pes == job.pes \
+                    and len(cmd.hosts) == job.hosts
+                if cmd.slowdown_ppm != NOMINAL_PPM:
+                    if not reference:
+                        raise ProtocolError(f"job {jid} started under a power cap off its "
+                                            "reference allocation (not modelled)")
+                    run = _Powered(job.runtime * WORK_PER_TICK, cmd.slowdown_ppm, t)
+                    pending[jid] = events.push(
+                        run.end, AppCompleted(time=run.end, job_id=jid),
+                        priority=AppCompleted.ORDER, key=(jid,))
+                    state[jid] = run
+                elif reference:
                     # the reference allocation: exactly RigidApps's work, no model
                     end = t + job.runtime
                     pending[jid] = events.push(
@@ -159,6 +191,8 @@ class TraceApps:
                             priority=AppCompleted.ORDER, key=(jid,))
             elif isinstance(cmd, (ShrinkApp, ExpandApp)):
                 self._resize(cmd)
+            elif isinstance(cmd, SetPower):
+                self._set_power(cmd)
             else:
                 raise ProtocolError(f"trace apps cannot apply {type(cmd).__name__} "
                                     f"(job {jid})")
@@ -267,12 +301,45 @@ class TraceApps:
         self._state[cmd.job_id] = run
         return run
 
+    def _set_power(self, cmd: SetPower) -> None:
+        """Re-time a job under a new power cap (module docstring)."""
+        jid, t = cmd.job_id, cmd.time
+        run = self._state.get(jid)
+        if run is None:
+            raise ProtocolError(f"SetPower of job {jid}, which is not running")
+        if cmd.slowdown_ppm < NOMINAL_PPM:
+            raise ProtocolError(f"SetPower of job {jid}: slowdown {cmd.slowdown_ppm} ppm is "
+                                "below full speed")
+        if type(run) is StartApp:
+            run = _Powered(self._jobs[jid].runtime * WORK_PER_TICK, NOMINAL_PPM, run.time)
+            self._state[jid] = run
+        elif type(run) is not _Powered:
+            raise ProtocolError(f"SetPower of job {jid}, which was resized (power changes of "
+                                "resized jobs are not modelled)")
+        if t < run.last:
+            raise ProtocolError(f"SetPower of job {jid} at {t}, before its last change at "
+                                f"{run.last}")
+        if t >= run.end:
+            return  # it completes now: nothing left to re-time
+        run.work = max(run.work - work_done(t - run.last, run.multiplier), 0)
+        run.multiplier, run.last = cmd.slowdown_ppm, t
+        end = t + ticks_for(run.work, run.multiplier)
+        if end != run.end:
+            self._events.cancel(self._pending[jid])
+            self._pending[jid] = self._events.push(
+                end, AppCompleted(time=end, job_id=jid), priority=AppCompleted.ORDER,
+                key=(jid,))
+            run.end = end
+
     def _resize(self, cmd: ShrinkApp | ExpandApp) -> None:
         jid, t = cmd.job_id, cmd.time
         what = type(cmd).__name__
         run = self._state.get(jid)
         if run is None:
             raise ProtocolError(f"{what} of job {jid}, which is not running")
+        if type(run) is _Powered:
+            raise ProtocolError(f"{what} of job {jid}, which runs under a power cap (power "
+                                "changes of resized jobs are not modelled)")
         if type(run) is StartApp:
             run = self._materialise(run)
         job = run.job

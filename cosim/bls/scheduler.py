@@ -15,7 +15,7 @@ and every instant ``t`` is handled in this order:
    job whose run time equals its walltime therefore completes (its completion at t comes
    first); only ``runtime > walltime`` is killed;
 3. `submit` the jobs whose submit time is t: they join the queue (jobs larger than the
-   machine are ``rejected`` at once and never queued);
+   machine, or than its power cap, are ``rejected`` at once and never queued);
 4. `schedule`: ONE scheduling pass, if a host was released or made lendable, a job
    submitted or a pass requested since the last pass (facts that change nothing, such as
    ``AppStarted`` or a yield with RCA off, cause none). The backfill policy returns a `Plan`;
@@ -72,13 +72,17 @@ from cosim.bls.policies.base import (
     Tunables,
 )
 from cosim.bls.policies.window import WINDOW_MAX
+from cosim.bls.policies.value_order import METRICS
 from cosim.bls.policies.window import plan as window_plan
+from cosim.bls.power import MW_TICKS_PER_J, PowerLedger, PowerPass, PowerSettings, budget_mw, reclaim, \
+    redistribute
 from cosim.bls.state import ClusterState
 from cosim.bls.tuning import ADAPTIVE_MODES, Tuner, TunerParams
 from cosim.workload.value import value_if_started
 from cosim.config import build
 from cosim.core.engine import EventQueue
 from cosim.errors import InputError, ProtocolError
+from cosim.platform.power import PowerModel
 from cosim.protocol.messages import (
     AppCompleted,
     AppResized,
@@ -90,6 +94,7 @@ from cosim.protocol.messages import (
     HostsExcluded,
     HostsYielded,
     KillApp,
+    SetPower,
     ShrinkApp,
     StartApp,
 )
@@ -144,6 +149,16 @@ class BatchConfig:
         ``bf`` and ``2d`` need a priority with a balance factor.
     tuner_params:
         Its parameters as ``key=value`` strings (`cosim.bls.tuning.TunerParams`).
+    power_cap, power_cap_w:
+        The system power cap (`cosim.bls.power`), as a fraction in (0, 1] of every host at
+        p_max or in watts (at most one; None: no cap, no power management). It needs the
+        platform's power table (`BatchScheduler`'s `power`), trace jobs, and the ``none`` or
+        ``greedy`` backfill (power-aware EASY and conservative backfilling are not built).
+    power_strategy:
+        The level a starting job gets: ``max``, ``min``, ``uniform`` or ``best`` (default).
+    power_dynamic:
+        Reclaim power from running jobs for queued ones, and give leftover power to running
+        jobs, at every pass (default False: a job keeps the cap it started with).
     drop_hopeless:
         Drop a queued job that can no longer earn value (its value at ``now + walltime`` is
         0; `cosim.workload.value`) at every pass: status ``dropped``, never started. None
@@ -175,6 +190,15 @@ class BatchConfig:
     adaptive: str = "off"
     tuner_params: Mapping[str, str] = field(default_factory=dict)
     drop_hopeless: bool | None = None
+    power_cap: float | None = None
+    power_cap_w: float | None = None
+    power_strategy: str = "best"
+    power_dynamic: bool = False
+
+    @property
+    def power_capped(self) -> bool:
+        """True when a power cap is set."""
+        return self.power_cap is not None or self.power_cap_w is not None
 
     def __post_init__(self) -> None:
         if isinstance(self.bf_interval, bool) or not isinstance(self.bf_interval, int) \
@@ -243,6 +267,38 @@ class BatchConfig:
                              "conservative backfilling's fixed reservations do not fit it "
                              "(use greedy, the default, or easy)", field="batch")
         object.__setattr__(self, "selection", policies.selection(self.selection).name)
+        self._check_power()
+
+    def _check_power(self) -> None:
+        from cosim.bls.power import STRATEGIES
+
+        if self.power_strategy not in STRATEGIES:
+            raise InputError(f"unknown power strategy {self.power_strategy!r} (known: "
+                             f"{', '.join(STRATEGIES)})", field="power-strategy")
+        if not self.power_capped:
+            if self.power_dynamic or self.power_strategy != "best":
+                raise InputError("--power-strategy and --power-dynamic need a power cap "
+                                 "(--power-cap)", field="power-cap")
+            return
+        if self.power_cap is not None and self.power_cap_w is not None:
+            raise InputError("give the power cap as a fraction or in watts, not both",
+                             field="power-cap")
+        if self.power_cap is not None and not (isinstance(self.power_cap, int | float) and
+                                               0 < self.power_cap <= 1):
+            raise InputError(f"a fraction of the machine's maximal power must be in (0, 1], "
+                             f"got {self.power_cap!r} (watts: e.g. 300000W)", field="power-cap")
+        if self.power_cap_w is not None and not (isinstance(self.power_cap_w, int | float)
+                                                 and math.isfinite(self.power_cap_w)
+                                                 and self.power_cap_w > 0):
+            raise InputError(f"must be a positive number of watts, got {self.power_cap_w!r}",
+                             field="power-cap")
+        if self.backfill not in ("none", "greedy"):
+            raise InputError(f"under a power cap the backfill policy must be greedy or none "
+                             f"(fcfs): {self.backfill} reserves hosts only, and power-aware "
+                             "EASY and conservative backfilling are not built", field="batch")
+        if self.malleable != "none" or self.rca:
+            raise InputError("a power cap is not combined with malleable policies or RCA "
+                             "(power follows whole, fixed allocations)", field="power-cap")
 
 
 def initial_tunables(config: BatchConfig) -> Tunables:
@@ -278,11 +334,27 @@ class BatchScheduler:
         PEs of each host, by host index.
     config:
         Policies and walltime enforcement.
+    power:
+        The hosts' power model, needed under a power cap (`BatchConfig.power_cap`).
     """
 
-    def __init__(self, *, cores: Sequence[int], config: BatchConfig) -> None:
+    def __init__(self, *, cores: Sequence[int], config: BatchConfig,
+                 power: PowerModel | None = None) -> None:
         self.config = config
         self.state = ClusterState(cores)
+        self.power: PowerLedger | None = None
+        if config.power_capped:
+            if power is None:
+                raise InputError("a power cap needs the platform's power table (a [power] "
+                                 "table in its TOML file, e.g. platforms/kumbhare2048.toml)",
+                                 field="power-cap")
+            metric = config.priority if config.priority in METRICS else "vpt"
+            self.power = PowerLedger(PowerSettings(
+                model=power, n_hosts=len(cores), strategy=config.power_strategy,
+                dynamic=config.power_dynamic, metric=metric,
+                cap_mw=budget_mw(power, len(cores), fraction=config.power_cap,
+                                 watts=config.power_cap_w)))
+        self.power_changes = 0  # SetPower commands sent
         user_key = config.priority_key
         order = policies.priority(config.priority) if user_key is None else None
         self._key = user_key if order is None else order.key
@@ -393,7 +465,8 @@ class BatchScheduler:
             if job.kind in ("moldable", "malleable") and job.min_pes > n_pes:
                 raise InputError(f"job {job.id}: its minimum of {job.min_pes} PEs is larger "
                                  f"than the machine ({n_pes} PEs)", field="min_pes")
-            if job.hosts > n_hosts and not self._replaced:
+            if (job.hosts > n_hosts and not self._replaced) or (
+                    self.power is not None and self.power.never_fits(job.hosts)):
                 self.rejected += 1
                 self.outcomes[job.id] = JobOutcome(job=job, start=None, end=None, hosts=(),
                                                    status="rejected")
@@ -501,12 +574,16 @@ class BatchScheduler:
         handle = self._timer_of.pop(jid, None)
         if handle is not None:
             self._timers.cancel(handle)
+        power = {}
+        if self.power is not None:
+            energy, segments = self.power.end(jid, now)
+            power = {"energy_j": energy / MW_TICKS_PER_J, "power": segments}
         self.outcomes[jid] = JobOutcome(job=alloc.job, start=alloc.start, end=now,
                                         hosts=rel.hosts, status=status,  # type: ignore[arg-type]
                                         yielded=acct.yielded, lent=acct.lent,
                                         borrowed=acct.borrowed, shrinks=rel.shrinks,
                                         expands=rel.expands, pe_ticks=rel.pe_ticks,
-                                        pes_start=rel.pes_start)
+                                        pes_start=rel.pes_start, **power)
         self._dirty = True
 
     def next_timer(self) -> int | None:
@@ -562,10 +639,19 @@ class BatchScheduler:
         out: list[Command] = self._start_waiting(now) if self._waiting else []
         if self._drop and self._qjobs:
             self._drop_hopeless(now)
+        pp = None
+        if self.power is not None and self._qjobs:
+            pp = PowerPass(self.power, now, self._qjobs,
+                           self._qcols if self._rank is not None else None)
         if self._rank is not None and self._qjobs:
+            if pp is not None:  # each job ranked at the power it would get now
+                self._qcols.slowdown, self._qcols.host_mw = pp.rank_columns(self._qjobs)
             self._rerank(now)
+            self._qcols.slowdown = self._qcols.host_mw = None
         if self._qjobs and not self._replaced:
-            out += self._pass(now)
+            out += self._pass(now, pp)
+        if self.power is not None and self.config.power_dynamic:
+            out += self._power_dynamic(now, pp)
         for pol, params in self._dynamics:
             if not (self._qjobs or pol.replaces_backfill):
                 continue
@@ -584,10 +670,12 @@ class BatchScheduler:
         return out
 
     def _drop_hopeless(self, now: int) -> None:
-        """Drop the queued jobs whose value would be 0 even if they started now (in queue
-        order; `BatchConfig.drop_hopeless`)."""
-        for job in [j for j in self._qjobs if j.value is not None
-                    and value_if_started(j, now) == 0.0]:
+        """Drop the queued jobs whose value would be 0 even if they started now (under a
+        power cap: at the highest power they could get; in queue order;
+        `BatchConfig.drop_hopeless`)."""
+        power = self.power
+        for job in [j for j in self._qjobs if j.value is not None and (
+                value_if_started(j, now) == 0.0 if power is None else power.hopeless(j, now))]:
             self._dequeue(job)
             self.outcomes[job.id] = JobOutcome(job=job, start=None, end=now, hosts=(),
                                                status="dropped")
@@ -620,13 +708,13 @@ class BatchScheduler:
             self._qstamp[0] += 1
         self._rank_mark = self._seq
 
-    def _pass(self, now: int) -> list[Command]:
+    def _pass(self, now: int, power: PowerPass | None = None) -> list[Command]:
         self.passes += 1
         state = self.state
         view = PassView(now=now, n_hosts=state.n_hosts, free=state.free_hosts,
                         queue=QueueView(self._qjobs, self._qstamp),
                         running=state.running_ends(), memo=self._memo,
-                        tunables=self.tunables)
+                        tunables=self.tunables, power=power)
         bf = self._bf
         if bf and now % bf:  # between backfill passes: the FCFS part only (BatchConfig)
             plan = self._fcfs_plan(view)
@@ -657,7 +745,8 @@ class BatchScheduler:
             if isinstance(r, Expand):
                 out.append(self._resize(r, now))
         for item in plan.starts:
-            cmd = self._start(item, now)
+            cmd = self._start(item, now, plan.power.get(item.id) if isinstance(item, Job)
+                              else None)
             if cmd is not None:
                 out.append(cmd)
         for e in plan.excludes:
@@ -707,7 +796,39 @@ class BatchScheduler:
         self._asked.pop(job.id, None)
         self._expected.pop(job.id, None)
 
-    def _start(self, item: Job | Start, now: int) -> StartApp | None:
+    def _power_dynamic(self, now: int, pp: PowerPass | None) -> list[Command]:
+        """Dynamic power management after the pass (`cosim.bls.power`): reclaim for queued
+        jobs that fit in the free hosts but not in the power left, then, when no queued job
+        fits in the free hosts, give the power left to running jobs."""
+        ledger = self.power
+        out: list[Command] = []
+        if pp is not None and self._qjobs:
+            starts, changed = reclaim(ledger, pp, self._qjobs, self.state.free_hosts, now)
+            for jid in sorted(changed):
+                out.append(self._set_power(jid, changed[jid], now))
+            for job, level in starts:
+                out.append(self._start(job, now, level))
+        free = self.state.free_hosts
+        if not any(j.hosts <= free for j in self._qjobs):
+            raised = redistribute(ledger, now)
+            for jid in sorted(raised):
+                out.append(self._set_power(jid, raised[jid], now))
+        return out
+
+    def _set_power(self, jid: int, level: int, now: int) -> SetPower:
+        """Move running job `jid` to `level` (mW per socket) at `now`."""
+        mult, end = self.power.change(jid, level, now)
+        self.state.set_limit(jid, end)
+        self.power_changes += 1
+        limit = None
+        if self._kill:
+            limit = end
+            self._timers.cancel(self._timer_of[jid])
+            self._timer_of[jid] = self._timers.push(end, jid, key=(jid,))
+        return SetPower(time=now, job_id=jid, watts_mw=level, slowdown_ppm=mult, limit=limit)
+
+    def _start(self, item: Job | Start, now: int, level: int | None = None
+               ) -> StartApp | None:
         """Start a job, or (a `Start` whose PEs are still being released for it) hold its free
         PEs and wait: None."""
         state = self.state
@@ -737,7 +858,14 @@ class BatchScheduler:
         if self._contiguous and int(hosts[-1]) - int(hosts[0]) + 1 != len(hosts):
             self.scattered_starts += 1
         alloc = state.allocate(job, hosts, now)
-        return self._started(job, alloc, now, job.walltime)
+        if self.power is None:
+            return self._started(job, alloc, now, job.walltime)
+        if level is None:
+            raise ProtocolError(f"plan starts job {job.id} under a power cap without a level")
+        mult, end = self.power.start(job, level, now)
+        if end != now + job.walltime:
+            state.set_limit(job.id, end)
+        return self._started(job, alloc, now, end - now, watts_mw=level, slowdown_ppm=mult)
 
     def _launch(self, item: Start, now: int) -> StartApp:
         job = item.job
@@ -748,12 +876,12 @@ class BatchScheduler:
         return self._started(job, alloc, now, wall, item.pes)
 
     def _started(self, job: Job, alloc: Any, now: int, wall: int,
-                 pe_set: Any = None) -> StartApp:
+                 pe_set: Any = None, **power: int) -> StartApp:
         self._started_at[job.id] = now
         if self._kill:
             self._timer_of[job.id] = self._timers.push(now + wall, job.id, key=(job.id,))
         params = job.app_params
-        extra = {} if pe_set is None else {"pe_set": pe_set}
+        extra = power if pe_set is None else {"pe_set": pe_set, **power}
         return StartApp(time=now, job_id=job.id, hosts=alloc.hosts, pes=alloc.pes, app=job.app,
                         params=tuple(sorted(params.items())) if params else (),
                         limit=now + wall if self._kill else None, **extra)

@@ -12,8 +12,10 @@ that draws it, and a job's run time follows the beta-model (Hsu & Feng)::
 
 with beta in [0, 1] the app's compute-boundedness (0.8 by default): ``T(p_max) = T_nom``,
 ``T(p_min) = T_nom (1 + beta)``, T decreasing in p. `multiplier_ppm` gives the factor in
-integer parts per million (deterministic run times: the end tick of a job is ``start +
-ceil(T_nom x m / 10^6)``). `p_idle_w` is what an idle socket draws (0 by default: the seed
+integer parts per million, and a job's progress is integer work (`work_done`, `ticks_for`:
+millionths of a nominal tick), so run times are deterministic: the end tick of a job at one
+cap is ``start + ceil(T_nom x m / 10^6)``, and a cap changed at t first counts the work done
+since the last change at the old multiplier. `p_idle_w` is what an idle socket draws (0 by default: the seed
 counts only the compute units in the budget). Energy at a constant cap: ``E = hosts x
 sockets x p x T(p)``. The model never goes below p_min (no forced idleness).
 """
@@ -25,10 +27,28 @@ from dataclasses import dataclass
 
 from cosim.errors import InputError
 
-__all__ = ["PowerModel", "DEFAULT_BETA"]
+__all__ = ["PowerModel", "DEFAULT_BETA", "NOMINAL_PPM", "WORK_PER_TICK", "work_done",
+           "ticks_for"]
 
 #: the compute-boundedness of an app without its own (spec §2.7)
 DEFAULT_BETA = 0.8
+#: the multiplier of a job at full power (no slowdown), in parts per million
+NOMINAL_PPM = 1_000_000
+#: units of nominal work in one nominal tick: work is counted in millionths of a tick
+WORK_PER_TICK = 1_000_000
+
+
+def work_done(elapsed: int, multiplier_ppm: int) -> int:
+    """Nominal work (millionths of a nominal tick) a job running at `multiplier_ppm` does in
+    `elapsed` ticks: ``floor(elapsed x 10^12 / m)`` (never more than it did)."""
+    return elapsed * WORK_PER_TICK * NOMINAL_PPM // multiplier_ppm
+
+
+def ticks_for(work: int, multiplier_ppm: int) -> int:
+    """Ticks a job needs for `work` (millionths of a nominal tick) at `multiplier_ppm`:
+    ``ceil(work x m / 10^12)`` (its last tick completes it). At the nominal multiplier a job
+    of R ticks (work ``R x 10^6``) needs exactly R ticks."""
+    return -(-work * multiplier_ppm // (WORK_PER_TICK * NOMINAL_PPM))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

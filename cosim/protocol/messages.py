@@ -18,7 +18,8 @@ from typing import ClassVar, Literal
 from cosim.core.indexset import EMPTY, IndexSet
 
 __all__ = ["Fact", "Command", "AppStarted", "AppCompleted", "HostsYielded", "HostsExcluded",
-           "AppResized", "StartApp", "KillApp", "ExcludeHosts", "ShrinkApp", "ExpandApp"]
+           "AppResized", "StartApp", "KillApp", "ExcludeHosts", "ShrinkApp", "ExpandApp",
+           "SetPower"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,7 +110,9 @@ class StartApp(Command):
     kill is off): an ALS never simulates the app past it, however far it runs ahead.
     `pe_set`: the job's global PE indices when they are not the spread rule's
     (`cosim.platform.allocation.job_pe_indices`); empty: the spread rule on `hosts`. The app's
-    master runs on the first PE.
+    master runs on the first PE. Under a power cap (`cosim.bls.power`): `watts_mw`, the cap of
+    each socket of its hosts in milliwatts (0: no power management), and `slowdown_ppm`, the
+    factor its run time is stretched by at that cap (parts per million; 10^6 = full speed).
     """
 
     hosts: Sequence[int]
@@ -118,6 +121,8 @@ class StartApp(Command):
     params: tuple[tuple[str, str], ...] = ()
     limit: int | None = None
     pe_set: IndexSet = EMPTY
+    watts_mw: int = 0
+    slowdown_ppm: int = 1_000_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,4 +169,18 @@ class ExpandApp(Command):
     """
 
     pes: IndexSet
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetPower(Command):
+    """Cap every socket of the hosts of `job_id` at `watts_mw` milliwatts from `time` on, which
+    stretches its run time by `slowdown_ppm` (parts per million of its nominal speed): the
+    app counts the work done since its last change at the old factor and goes on at the new
+    one (`cosim.platform.power.work_done`). No fact answers it. `limit`: the job's new
+    walltime-kill tick (None: unchanged).
+    """
+
+    watts_mw: int
+    slowdown_ppm: int
     limit: int | None = None

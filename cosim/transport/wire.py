@@ -23,7 +23,7 @@ __all__ = ["CODES", "encode", "decode"]
 #: every fact and command type, by wire code (its position)
 CODES: tuple[type, ...] = (m.AppCompleted, m.HostsYielded, m.AppStarted, m.HostsExcluded,
                            m.AppResized, m.StartApp, m.KillApp, m.ExcludeHosts, m.ShrinkApp,
-                           m.ExpandApp)
+                           m.ExpandApp, m.SetPower)
 _CODE = {cls: i for i, cls in enumerate(CODES)}
 _FIELDS = tuple(tuple(f.name for f in fields(cls)) for cls in CODES)
 _ROUND, _REPLY, _SET = "R", "P", "I"

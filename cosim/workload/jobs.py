@@ -20,7 +20,9 @@ runs; ``evolving`` jobs would ask for changes themselves — no policy acts on s
 `runtime` is its run time on `pes` PEs spread over `hosts` hosts, and `model` (a
 `RuntimeModel`) says how the run time changes on another allocation. `value` (a
 `cosim.workload.value.JobValue`, None when the workload gives none) is what the job earns
-as a function of its completion time (value- and power-aware scheduling).
+as a function of its completion time (value- and power-aware scheduling); `power_beta` (in
+[0, 1], None: the power model's default) how much its run time stretches at a lower power
+cap (`cosim.platform.power`).
 `JobOutcome` is what a simulation made of a job.
 """
 
@@ -70,8 +72,11 @@ class Job:
     max_pes: int = 0
     model: RuntimeModel = IDEAL
     value: JobValue | None = None
+    power_beta: float | None = None
 
     def __post_init__(self) -> None:
+        if self.power_beta is not None and not 0.0 <= self.power_beta <= 1.0:
+            raise ValueError(f"power_beta must be in [0, 1], got {self.power_beta!r}")
         if self.id < 0:
             raise ValueError("job id must be >= 0")
         if self.submit < 0:
@@ -109,7 +114,8 @@ class JobOutcome:
     """What happened to a job in a simulation.
 
     status: ``completed``; ``killed`` (walltime exceeded, ended at start + walltime);
-    ``rejected`` (never started: larger than the machine; start and end are None);
+    ``rejected`` (never started: larger than the machine, or than its power cap at the
+    lowest level the power strategy may give it; start and end are None);
     ``dropped`` (never started: a value order dropped it once it could earn nothing; start
     None, end the tick it left the queue).
     hosts: the host indices it ran on, ascending (empty when rejected), borrowed ones included
@@ -122,6 +128,9 @@ class JobOutcome:
     obeyed; `pe_ticks` is the PE-time it used (PEs x ticks over its allocation as it changed,
     a yielded host's idle tail excluded); `pes_start` the PEs it started on (its reference
     `Job.pes` unless a policy chose another size).
+    Power (under a power cap, `cosim.bls.power`; else 0 and empty): `energy_j`, the energy of
+    its hosts' sockets at the caps they had (joules), and `power`, its segments: (tick, cap
+    per socket in mW) from its start, each until the next or its end.
     """
 
     job: Job
@@ -136,6 +145,8 @@ class JobOutcome:
     expands: int = 0
     pe_ticks: int = 0
     pes_start: int = 0
+    energy_j: float = 0.0
+    power: tuple[tuple[int, int], ...] = ()
 
     @property
     def resizes(self) -> int:

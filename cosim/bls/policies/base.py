@@ -37,7 +37,7 @@ import numpy as np
 from cosim.core.indexset import IndexSet
 from cosim.workload.jobs import Job
 
-__all__ = ["PassView", "QueueView", "QueueColumns", "Plan", "PriorityPolicy", "Tunables", "BackfillPolicy", "SelectionPolicy",
+__all__ = ["PassView", "PowerView", "QueueView", "QueueColumns", "Plan", "PriorityPolicy", "Tunables", "BackfillPolicy", "SelectionPolicy",
            "DynamicPolicy", "DynamicView", "ClusterView", "Start", "Shrink", "Expand",
            "Exclude", "NoParams", "expected_end", "overran"]
 
@@ -95,15 +95,20 @@ class QueueColumns:
     `rank`: ``submit``, ``walltime`` (ticks), ``hosts``, ``priority``, ``id`` and ``seq`` (the
     order in which the jobs were queued), and ``jobs``, the jobs themselves in the same
     order. Kept by the scheduler as the queue changes (one shift of the arrays per job queued
-    or started); the properties are read-only views, valid until the queue changes."""
+    or started); the properties are read-only views, valid until the queue changes. Under a
+    power cap the scheduler also sets, for the ranking of one pass, ``slowdown`` (each job's
+    run-time factor at the power it would get, ppm) and ``host_mw`` (its power per host);
+    None otherwise."""
 
     FIELDS = ("submit", "walltime", "hosts", "priority", "id", "seq")
-    __slots__ = ("_buf", "n", "jobs")
+    __slots__ = ("_buf", "n", "jobs", "slowdown", "host_mw")
 
     def __init__(self, capacity: int = 64, jobs: Sequence[Job] = ()) -> None:
         self._buf = np.zeros((len(self.FIELDS), max(capacity, 1)), dtype=np.int64)
         self.n = 0
         self.jobs: Sequence[Job] = jobs
+        self.slowdown: np.ndarray | None = None
+        self.host_mw: np.ndarray | None = None
 
     @classmethod
     def of(cls, jobs: Sequence[Job]) -> QueueColumns:
@@ -160,6 +165,20 @@ class Tunables:
     window: int = 1
 
 
+class PowerView(Protocol):
+    """What a backfill policy sees of the power budget under a cap (`cosim.bls.power`):
+    `available_mw`, the power left now (milliwatts); ``level(job, available_mw)``, the
+    per-socket cap (mW) the power strategy gives `job` within `available_mw`, or None when
+    it cannot start in it; ``need_mw(job, level)``, what starting it at `level` takes from
+    the budget."""
+
+    available_mw: int
+
+    def level(self, job: Job, available_mw: int) -> int | None: ...
+
+    def need_mw(self, job: Job, level: int) -> int: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PassView:
     """What a backfill policy sees of one scheduling pass (read-only).
@@ -184,6 +203,10 @@ class PassView:
         What the policy returned as `Plan.memo` at the previous pass (None at the first).
     tunables:
         The tunables in force (`Tunables`).
+    power:
+        The power budget under a power cap (`PowerView`), else None: a policy that reads it
+        starts a job only where `level` gives it one, and returns the levels in `Plan.power`;
+        one that does not (EASY, conservative) is refused under a cap by `BatchConfig`.
     """
 
     now: int
@@ -193,6 +216,7 @@ class PassView:
     running: tuple[tuple[int, int, int, int], ...]
     memo: Any = None
     tunables: Tunables = Tunables()
+    power: PowerView | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -266,6 +290,8 @@ class Plan:
         `Shrink` and `Expand` decisions, applied in order after the starts.
     excludes:
         `Exclude` requests (RCA full), applied last.
+    power:
+        Under a power cap: job id -> the per-socket cap (mW) each starting job gets.
     """
 
     starts: tuple[Job | Start, ...] = ()
@@ -274,6 +300,7 @@ class Plan:
     wake_at: int | None = None
     resizes: tuple[Shrink | Expand, ...] = ()
     excludes: tuple[Exclude, ...] = ()
+    power: Mapping[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,6 +2,7 @@
 with no reservation for anyone (Kumbhare et al.'s value heuristics reserve nothing; a job
 that cannot start waits for the next pass, and a value order drops it once it can no longer
 earn anything). Unlike ``none`` a job that does not fit does not block the ones after it.
+Under a power cap a job must also fit in the power left (`PassView.power`).
 """
 
 from __future__ import annotations
@@ -12,16 +13,25 @@ __all__ = ["POLICY", "plan"]
 
 
 def plan(view: PassView) -> Plan:
-    """Every job that fits, in queue order."""
+    """Every job that fits, in queue order (in hosts, and under a power cap in the power
+    left at the level the power strategy gives it)."""
     free = view.free
     starts = []
+    power, levels = view.power, {}
+    avail = power.available_mw if power is not None else 0
     for job in view.queue:
         if job.hosts <= free:
+            if power is not None:
+                level = power.level(job, avail)
+                if level is None:
+                    continue
+                avail -= power.need_mw(job, level)
+                levels[job.id] = level
             starts.append(job)
             free -= job.hosts
             if not free:
                 break
-    return Plan(starts=tuple(starts))
+    return Plan(starts=tuple(starts), power=levels)
 
 
 POLICY = BackfillPolicy(name="greedy", summary="start every job that fits, in priority order, "

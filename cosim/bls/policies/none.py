@@ -1,5 +1,6 @@
 """No backfilling: start queued jobs in priority order while the first one fits; stop at the
 first that does not (strict FCFS when the priority is FCFS). No reservations are made.
+Under a power cap a job must also fit in the power left (`PassView.power`).
 """
 
 from __future__ import annotations
@@ -10,15 +11,24 @@ __all__ = ["POLICY", "plan"]
 
 
 def plan(view: PassView) -> Plan:
-    """Start the longest prefix of the queue that fits in the free hosts."""
+    """Start the longest prefix of the queue that fits in the free hosts (and, under a power
+    cap, in the power left: the head blocks on power too)."""
     free = view.free
     starts = []
+    power, levels = view.power, {}
+    avail = power.available_mw if power is not None else 0
     for job in view.queue:
         if job.hosts > free:
             break
+        if power is not None:
+            level = power.level(job, avail)
+            if level is None:
+                break
+            avail -= power.need_mw(job, level)
+            levels[job.id] = level
         starts.append(job)
         free -= job.hosts
-    return Plan(starts=tuple(starts))
+    return Plan(starts=tuple(starts), power=levels)
 
 
 POLICY = BackfillPolicy(name="none", summary="no backfilling: the queue head blocks", plan=plan)

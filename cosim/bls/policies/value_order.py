@@ -8,7 +8,9 @@ never reads real run times) from now, scores (docs/reference/policies.md §2.4):
 
 with V_j its value at that completion (`cosim.workload.value`; a job without a value counts
 as value 1 that never decays) and n_j its hosts; higher first, ties by submission, then id.
-Without a power model every host draws the same p, so VPE ranks by value per host-time.
+Without a power cap every host draws the same p, so VPE ranks by value per host-time; under
+a cap (`cosim.bls.power`) each job is scored at the power its strategy gives it: its run
+time stretched by the power model, its energy hosts x power x run time.
 VPT favours jobs that earn much quickly; with every value 1 and no thresholds VPT = 1/T̂ is
 exactly SJF. T̂ of 0 counts as one tick. These orders rank at every pass (values decay as
 jobs wait); the scheduler drops queued jobs that can no longer earn anything
@@ -22,25 +24,42 @@ import numpy as np
 
 from cosim.bls.policies.base import PriorityPolicy, QueueColumns, Tunables
 from cosim.workload.jobs import Job
-from cosim.workload.value import value_if_started
+from cosim.workload.value import value_params, values_at
 
-__all__ = ["VPT", "VPE", "predicted_values"]
+__all__ = ["VPT", "VPE", "METRICS", "scores"]
 
-
-def predicted_values(now: int, queue: QueueColumns) -> np.ndarray:
-    """Each queued job's value if it started now and ran for its requested time."""
-    return np.fromiter((value_if_started(job, now) for job in queue.jobs), dtype=np.float64,
-                       count=len(queue))
+#: the value metrics, by the name of their priority
+METRICS = ("vpt", "vpe")
 
 
-def _vpt(now: int, queue: QueueColumns, tunables: Tunables) -> tuple[np.ndarray, ...]:
-    t_hat = np.maximum(queue.walltime, 1).astype(np.float64)
-    return -(predicted_values(now, queue) / t_hat), queue.submit
+def scores(metric: str, now: int, queue: QueueColumns, params: np.ndarray,
+           slowdown: np.ndarray | None = None, host_mw: np.ndarray | None = None
+           ) -> np.ndarray:
+    """VPT or VPE (`metric`) of each queued job if it started at `now`: of shape (n,), or
+    (n, k) for k power levels per job with `slowdown` (run-time factors in ppm; the run
+    time is ``ceil(walltime x slowdown / 10^6)`` ticks) and `host_mw` (power per host,
+    mW) of that shape; without them every job runs at full speed and VPE counts 1 per
+    host-tick. `params`: `cosim.workload.value.value_params` of the queue."""
+    wall = queue.walltime.astype(np.float64)
+    if slowdown is not None:
+        shape = (-1,) + (1,) * (np.ndim(slowdown) - 1)
+        run = np.ceil(wall.reshape(shape) * (slowdown / 1e6))
+    else:
+        shape, run = (-1,), wall
+    value = values_at(params, (now - queue.submit).reshape(shape) + run)
+    t = np.maximum(run, 1.0)
+    if metric == "vpt":
+        return value / t
+    per_host = 1.0 if host_mw is None else host_mw
+    return value / (t * queue.hosts.reshape(shape) * per_host)
 
 
-def _vpe(now: int, queue: QueueColumns, tunables: Tunables) -> tuple[np.ndarray, ...]:
-    energy = np.maximum(queue.walltime, 1).astype(np.float64) * queue.hosts
-    return -(predicted_values(now, queue) / energy), queue.submit
+def _ranker(metric: str):
+    def rank(now: int, queue: QueueColumns, tunables: Tunables) -> tuple[np.ndarray, ...]:
+        params = value_params(queue.jobs)
+        return -scores(metric, now, queue, params, queue.slowdown, queue.host_mw), \
+            queue.submit
+    return rank
 
 
 def _key(job: Job) -> tuple[int]:
@@ -49,7 +68,8 @@ def _key(job: Job) -> tuple[int]:
 
 
 VPT = PriorityPolicy(name="vpt", summary="value per time V(now + walltime) / walltime, ranked "
-                     "every pass (Kumbhare et al.)", key=_key, rank=_vpt, value_based=True)
+                     "every pass (Kumbhare et al.)", key=_key, rank=_ranker("vpt"),
+                     value_based=True)
 VPE = PriorityPolicy(name="vpe", summary="value per energy V(now + walltime) / (hosts x "
-                     "walltime) without a power model, ranked every pass (Kumbhare et al.)",
-                     key=_key, rank=_vpe, value_based=True)
+                     "power x walltime), ranked every pass (Kumbhare et al.)", key=_key,
+                     rank=_ranker("vpe"), value_based=True)
