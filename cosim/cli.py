@@ -27,6 +27,7 @@ from typing import Any
 
 from cosim.bls import policies
 from cosim.bls.tuning import ADAPTIVE_MODES
+from cosim.bls.power import STRATEGIES
 from cosim.core.files import hold_dir
 from cosim.errors import EXIT_INPUT, EXIT_OUTPUT, CosimError, InputError, OutputError
 from cosim.plugins import Choices
@@ -209,6 +210,18 @@ def build_parser(listing: bool = False) -> argparse.ArgumentParser:
     run.add_argument("--drop-hopeless", choices=("on", "off"), default=None,
                      help="drop queued jobs that can no longer earn value (default: on for "
                      "--priority vpt|vpe, off otherwise)")
+    run.add_argument("--power-cap", metavar="CAP", default=None,
+                     help="a system power cap (value- and power-aware scheduling; needs a "
+                     "platform with a [power] table, e.g. platforms/kumbhare2048.toml, and "
+                     "--batch greedy or fcfs): a fraction of every host at full power "
+                     "(0.6) or watts (300000W, 300kW)")
+    run.add_argument("--power-strategy", choices=STRATEGIES, default="best",
+                     help="the power a starting job gets: max (p_max), min (p_min), uniform "
+                     "(the cap shared by all hosts), best (the level that maximises VPT or "
+                     "VPE within the power left; default)")
+    run.add_argument("--power-dynamic", action="store_true",
+                     help="reclaim power from running jobs for queued ones when worth the "
+                     "value lost, and give leftover power to running jobs, at every pass")
     run.add_argument("--unfair-replayed", action="store_true",
                      help="also count Sabin's unfair jobs: each job's fair start replayed "
                      "under the same policies without the jobs that arrived after it (one "
@@ -346,6 +359,27 @@ def build_parser(listing: bool = False) -> argparse.ArgumentParser:
                      help="--malleable: max PEs = floor(F x requested) (default 1)")
     esp.add_argument("-o", "--out", required=True, metavar="FILE.swf")
     esp.set_defaults(handler=_cmd_workload_esp)
+    vals = wsub.add_parser(
+        "values",
+        help="job values for value-aware scheduling (a sidecar CSV for --values)",
+        description="Give every job of an SWF trace a value class and soft/hard thresholds "
+        "(multiples of its requested time), drawn from a random stream keyed by (seed, job "
+        "id): adding or removing jobs leaves the others' values. Writes DIR/values.csv (for "
+        "cosim run --values) and, with --arrival-scale, the trace with its arrivals "
+        "compressed for oversubscription (a ; Note: says so).")
+    vals.add_argument("trace", metavar="TRACE.swf")
+    vals.add_argument("--seed", type=int, default=0)
+    vals.add_argument("--classes", default="1:0.6,4:0.3,16:0.1", metavar="V:P,...",
+                      help="values and their probabilities (default 1:0.6,4:0.3,16:0.1)")
+    vals.add_argument("--soft", type=float, default=2.0, metavar="X",
+                      help="soft threshold: X x the requested time after submission (default 2)")
+    vals.add_argument("--hard", type=float, default=6.0, metavar="X",
+                      help="hard threshold: X x the requested time (default 6)")
+    vals.add_argument("--arrival-scale", type=float, default=None, metavar="F",
+                      help="also write the trace with inter-arrival times multiplied by F "
+                      "(0.5: twice the load)")
+    vals.add_argument("-o", "--out", required=True, metavar="DIR")
+    vals.set_defaults(handler=_cmd_workload_values)
     return parser
 
 
@@ -436,6 +470,8 @@ def _run_options(args: argparse.Namespace, workload: str):
         tuner_params=parse_pairs(args.tuner_param, option="tuner-param"),
         unfair_replayed=args.unfair_replayed, values=args.values,
         drop_hopeless=None if args.drop_hopeless is None else args.drop_hopeless == "on",
+        **_power_cap(args.power_cap), power_strategy=args.power_strategy,
+        power_dynamic=args.power_dynamic,
         seed=args.seed,
         out=args.out,
         malleable=args.malleable,
@@ -445,6 +481,24 @@ def _run_options(args: argparse.Namespace, workload: str):
         trace=args.trace or ("full" if workload is None else "none"),
         plots=args.plots if args.plots is not None else workload is None,
         chunks=args.chunks)
+
+
+def _power_cap(text: str | None) -> dict[str, float]:
+    """``--power-cap``: a fraction (``0.6``) or watts (``300000W``, ``300kW``, ``1.2MW``)."""
+    if text is None:
+        return {}
+    t = text.strip()
+    scale = next((f for suffix, f in (("MW", 1e6), ("kW", 1e3), ("W", 1.0))
+                  if t.endswith(suffix)), None)
+    try:
+        number = float(t[:-len(next(x for x in ("MW", "kW", "W") if t.endswith(x)))]
+                       if scale else t)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise InputError(f"expected a fraction (0.6) or watts (300000W, 300kW), got {text!r}",
+                         field="power-cap")
+    return {"power_cap_w": number * scale} if scale else {"power_cap": number}
 
 
 def _sd_pairs(args: argparse.Namespace) -> dict[str, str]:
@@ -767,6 +821,10 @@ def _print_run(s: dict) -> None:
             *([("productivity", f"{s['productivity']:,.2f} ({s['normalized_productivity']:.1%}"
                 f" of the value; {s['completion_rate']:.1%} of the jobs completed, "
                 f"{s['dropped']:,} dropped)")] if "productivity" in s else []),
+            *([("energy", f"{s['energy_j'] / 3.6e9:,.3f} MWh (mean {s['mean_power_w'] / 1e3:,.1f} "
+                f"kW, peak {s['peak_power_w'] / 1e3:,.1f} of {s['power_cap_w'] / 1e3:,.1f} kW "
+                f"capped, {s['power_strategy']}{', dynamic' if s['power_dynamic'] else ''}: "
+                f"{s['power_changes']:,} changes)")] if "energy_j" in s else []),
             ("wall", f"{s['wall_s']:.2f} s ({s['jobs'] / max(s['wall_s'], 1e-9):,.0f} jobs/s)")]
     for k, v in rows:
         print(f"  {k:<22} {v}")
@@ -875,6 +933,17 @@ def _cmd_workload_esp(args: argparse.Namespace) -> int:
                  app_params=parse_pairs(args.app_param, option="app-param"))
     print(f"wrote {args.out}: {len(w.jobs)} ESP-{args.app} jobs, T_min "
           f"{w.t_min / 1e9:,.1f} s, {w.initial_block} jobs at t=0 ({args.arrival} arrival)")
+    return 0
+
+
+def _cmd_workload_values(args: argparse.Namespace) -> int:
+    from cosim.workload.value_gen import ValueSpec, parse_classes, run_generator
+
+    spec = ValueSpec(classes=parse_classes(args.classes), soft=args.soft, hard=args.hard,
+                     seed=args.seed)
+    written = run_generator(args.trace, args.out, spec, args.arrival_scale, warn=_warn)
+    for path in written.values():
+        print(f"wrote {path}")
     return 0
 
 

@@ -66,6 +66,10 @@ class RunOptions:
     unfair_replayed: bool = False
     values: str | None = None
     drop_hopeless: bool | None = None
+    power_cap: float | None = None
+    power_cap_w: float | None = None
+    power_strategy: str = "best"
+    power_dynamic: bool = False
     malleable: str = "none"
     malleable_params: Mapping[str, str] = field(default_factory=dict)
     malleable_fraction: float | None = None
@@ -93,6 +97,7 @@ class RunRecord:
     metrics: dict = field(default_factory=dict)
     allocations: Any = None
     tuning: tuple = ()
+    power: Any = None
 
     @property
     def host_cores(self) -> tuple[int, ...]:
@@ -202,11 +207,13 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     if opt.values is not None:  # per-job values: they win over the trace's CosimApp ones
         from cosim.workload.value import read_values
 
+        betas: dict[int, float] = {}
         values = read_values(opt.values, workload.jobs + workload.rejected,
-                             skipped=workload.skipped_ids)
+                             skipped=workload.skipped_ids, betas=betas)
 
         def valued(jobs: tuple) -> tuple:
-            return tuple(replace(j, value=values[j.id]) if j.id in values else j for j in jobs)
+            return tuple(replace(j, value=values[j.id], power_beta=betas.get(
+                j.id, j.power_beta)) if j.id in values else j for j in jobs)
 
         workload = replace(workload, jobs=valued(workload.jobs),
                            rejected=valued(workload.rejected))
@@ -228,8 +235,12 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                         makespan_cap=None if opt.makespan_cap_s is None
                         else to_ticks(opt.makespan_cap_s),
                         adaptive=opt.adaptive, tuner_params=dict(opt.tuner_params),
-                        drop_hopeless=opt.drop_hopeless)
+                        drop_hopeless=opt.drop_hopeless, power_cap=opt.power_cap,
+                        power_cap_w=opt.power_cap_w, power_strategy=opt.power_strategy,
+                        power_dynamic=opt.power_dynamic)
     check_machine(batch, _host_cores(platform, n_hosts))
+    if batch.power_capped:
+        _check_power(batch, platform, n_hosts, workload, opt.workload, warn)
     if warn is not None:
         _unused_tuning(batch, warn)
         hopeless = [j for j in workload.jobs if j.value is not None
@@ -268,6 +279,32 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     als = _als_config(opt) if coupled else None
     return Prepared(opt=opt, platform=platform, n_hosts=n_hosts,
                     cores_per_host=cores_per_host, workload=workload, batch=batch, als=als)
+
+
+def _check_power(batch: Any, platform: Any, n_hosts: int, workload: Any, path: str,
+                 warn: Callable[[str], None] | None) -> None:
+    """InputError for a power cap the run cannot have (no power table, app jobs, a cap below
+    one host), and a warning for the jobs it rejects (`cosim.bls.power`)."""
+    from cosim.bls.power import PowerLedger, PowerSettings, budget_mw
+
+    if platform.power is None:
+        raise InputError(f"--power-cap needs a power table: the platform {platform.name!r} "
+                         "has no [power] table (e.g. --platform platforms/kumbhare2048.toml)",
+                         file=platform.source, field="power")
+    apps = [j for j in workload.jobs if j.app != "rigid"]
+    if apps:
+        raise InputError(f"a power cap needs trace jobs: job {apps[0].id} runs the app "
+                         f"{apps[0].app!r}, and the application level does not model power",
+                         file=path, field="power-cap")
+    cap = budget_mw(platform.power, n_hosts, fraction=batch.power_cap, watts=batch.power_cap_w)
+    ledger = PowerLedger(PowerSettings(model=platform.power, n_hosts=n_hosts, cap_mw=cap,
+                                       strategy=batch.power_strategy,
+                                       dynamic=batch.power_dynamic))
+    never = [j for j in workload.jobs if ledger.never_fits(j.hosts)]
+    if never and warn is not None:
+        warn(f"{len(never)} jobs (job {never[0].id} first) need more power than the cap of "
+             f"{cap / 1000:g} W at the lowest level --power-strategy {batch.power_strategy} "
+             "may give them: they are rejected")
 
 
 #: the tuner parameters each tunable reads
@@ -392,7 +429,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     w = p.workload
     start = initial_tunables(p.batch)
     metrics = metrics_summary(outcomes, p.n_hosts, cores_per_host=p.host_cores,
-                              allocations=result.allocations)
+                              allocations=result.allocations, power=result.power)
     if opt.unfair_replayed:  # Sabin's count: one replay per job (quadratic, opt-in)
         from cosim.output.metrics import unfair_jobs_replayed
         from cosim.runner import replayed_fair_starts
@@ -418,6 +455,8 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
         "malleable": p.batch.malleable,
         "quantum_s": opt.quantum_s,
         "bf_interval_s": opt.bf_interval_s,
+        **({"power_strategy": p.batch.power_strategy, "power_dynamic": p.batch.power_dynamic}
+           if p.batch.power_capped else {}),
         **metrics,
         "skipped": {"runtime": w.skipped_runtime, "cancelled": w.skipped_cancelled,
                     "no_procs": w.skipped_procs, "too_big": w.rejected_too_big,
@@ -435,7 +474,8 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     return RunRecord(summary=summary, outcomes=outcomes, header=w.header,
                      cores_per_host=p.cores_per_host, platform=p.platform, n_hosts=p.n_hosts,
                      loops=dict(result.loops), opt=opt, metrics=metrics,
-                     allocations=result.allocations, tuning=result.tuning)
+                     allocations=result.allocations, tuning=result.tuning,
+                     power=result.power)
 
 
 def serve_als(run: Prepared, comm: Any, abandoned: Callable[[], bool] | None = None) -> None:
@@ -551,7 +591,8 @@ def tables_of(record: RunRecord, run_id: str) -> Any:
     return build_tables(record.outcomes, run_id=run_id, config=config,
                         metrics=record.metrics, stats=stats, platform=record.platform,
                         n_hosts=record.n_hosts, loops=record.loops, technique=technique,
-                        allocations=record.allocations, tuning=record.tuning)
+                        allocations=record.allocations, tuning=record.tuning,
+                        power=record.power)
 
 
 def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,

@@ -9,7 +9,7 @@ everything else is a function of the runs alone: no dataset records a time stamp
 writes of the same runs give the same bytes. The file is built in memory (HDF5 core driver)
 and written with `atomic_open`, so it appears complete or not at all; `append_run` adds one
 run the same way, from an in-memory copy of the existing file. `read_results` and
-`read_provenance` give it back exactly — schema versions 1 and 2 too, converted to today's
+`read_provenance` give it back exactly — schema versions 1 to 3 too, converted to today's
 tables (`docs/results.md`) — and turn every problem of a file (missing, not HDF5, a newer
 schema version, a missing dataset) into an `InputError` naming it. Attribute values: bool,
 int (64-bit), float and str are stored as native HDF5 scalars; anything else (None, lists,
@@ -40,6 +40,8 @@ from cosim.output.tables import (
     ALLOC_DTYPE,
     CHUNK_DTYPE,
     JOB_DTYPE,
+    POWER_DTYPE,
+    POWER_SERIES_DTYPE,
     ROLES,
     TUNING_DTYPE,
     WORKER_DTYPE,
@@ -54,7 +56,7 @@ __all__ = ["JSON_PREFIX", "SCHEMA", "SCHEMA_VERSION", "TABLES", "Table", "append
 SCHEMA = "cosim.results"
 """Value of the root attribute ``schema``: marks a file as cosim results."""
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the layout written here; readers refuse newer versions and convert versions 1
 and 2 (docs/results.md)."""
 
@@ -100,7 +102,7 @@ _N = "ns"
 TABLES: tuple[Table, ...] = (
     Table(name="jobs", dtype=JOB_DTYPE,
           units=("", _N, _N, _N, _N, _N, "", "", "", "", "", "", "s", "s", "", "", "", "", "",
-                 "", "", "", "", "", "", "PE s"),
+                 "", "", "", "", "", "", "PE s", "", "J"),
           description="one row per job, by id (cosim.output.tables.JOB_DTYPE)"),
     Table(name="allocations", dtype=ALLOC_DTYPE,
           units=("", "", "", "", "", _N, _N, "", ""),
@@ -116,6 +118,13 @@ TABLES: tuple[Table, ...] = (
           description="one row per checkpoint of the metric-aware tuner: queue depth "
                       "(minutes), short- and long-term utilization, and the BF and W it set "
                       "(written only for runs with --adaptive)"),
+    Table(name="power", dtype=POWER_DTYPE, units=("", _N, "W"),
+          description="one row per power segment of each job under a power cap, by (job, "
+                      "start): each socket of its hosts capped at watts from start on "
+                      "(written only for runs with --power-cap)"),
+    Table(name="power_series", dtype=POWER_SERIES_DTYPE, units=(_N, "W"),
+          description="the system power (jobs and idle hosts) from each time on under a "
+                      "power cap (step function; written only for runs with --power-cap)"),
     Table(name="utilization", dtype=UTILIZATION_DTYPE, units=(_N, ""),
           description="busy hosts from each time on (step function); utilization = "
                       "busy_hosts / n_hosts"),
@@ -137,6 +146,8 @@ _SERIES = {"utilization": ("busy_hosts", "busy_hosts"), "running": ("running", "
 # Schema version 1 (read and converted, never written): the jobs table without the
 # malleability columns, one allocation row per (job, host) with its busy end.
 _JOB_DTYPE_V1 = np.dtype([(n, JOB_DTYPE[n]) for n in JOB_DTYPE.names[:19]])
+# Schema versions 2 and 3: the jobs table without the value and energy columns
+_JOB_DTYPE_V3 = np.dtype([(n, JOB_DTYPE[n]) for n in JOB_DTYPE.names[:-2]])
 _ALLOC_DTYPE_V1 = np.dtype([
     ("job", "<i8"), ("host", "<i4"), ("pes", "<i4"), ("owner", "<i8"),
     ("start", "<i8"), ("end", "<i8"), ("busy_end", "<i8"),
@@ -305,6 +316,9 @@ def _write_run(runs: h5py.Group, run: RunTables, chunks: bool) -> None:
         _put(g, _BY_NAME["chunks"], run.chunks)
     if len(run.tuning):
         _put(g, _BY_NAME["tuning"], run.tuning)
+    if len(run.power_series):
+        _put(g, _BY_NAME["power"], run.power)
+        _put(g, _BY_NAME["power_series"], run.power_series)
     series = step_series(run)
     for name, (key, value) in _SERIES.items():
         table = _BY_NAME[name]
@@ -573,6 +587,16 @@ def _allocations_v1(old: np.ndarray) -> np.ndarray:
     return a[np.lexsort((a["core"], a["job"], a["start"], a["host"]))]
 
 
+def _jobs_v3(old: np.ndarray) -> np.ndarray:
+    """A version 2 or 3 jobs table with the columns of version 4: no value (NaN) and no
+    energy (0): those versions had no value- or power-aware runs to record."""
+    jobs = np.zeros(len(old), dtype=JOB_DTYPE)
+    for n in old.dtype.names:
+        jobs[n] = old[n]
+    jobs["value"] = np.nan
+    return jobs
+
+
 def _jobs_v1(old: np.ndarray, alloc_v1: np.ndarray) -> np.ndarray:
     """A version 1 jobs table with the columns of version 2: every job rigid (v1 had no
     resizes), pe_seconds from the v1 allocations' busy parts."""
@@ -589,6 +613,7 @@ def _jobs_v1(old: np.ndarray, alloc_v1: np.ndarray) -> np.ndarray:
     np.add.at(pe_ticks, np.searchsorted(jobs["id"], a["job"]),
               (a["pes"] * busy).astype(np.float64))
     jobs["pe_seconds"] = pe_ticks / 1e9
+    jobs["value"] = np.nan
     return jobs
 
 
@@ -616,12 +641,18 @@ def _read_run(g: h5py.Group, path: Path, chunks: bool, version: int = SCHEMA_VER
                   "allocations": _allocations_v1(alloc_v1)}
     else:
         tables = {name: _table(g, name, _BY_NAME[name].dtype, path)
-                  for name in ("jobs", "allocations")}
+                  for name in ("jobs", "allocations")
+                  if version >= 4 or name != "jobs"}
+    if version in (2, 3):
+        tables["jobs"] = _jobs_v3(_table(g, "jobs", _JOB_DTYPE_V3, path))
     tables["workers"] = _table(g, "workers", WORKER_DTYPE, path)
     chunk_table = _BY_NAME["chunks"]
     has_chunks = chunks and chunk_table.name in g
     if "tuning" in g:
         tables["tuning"] = _table(g, "tuning", TUNING_DTYPE, path)
+    for name, dtype in (("power", POWER_DTYPE), ("power_series", POWER_SERIES_DTYPE)):
+        if name in g:
+            tables[name] = _table(g, name, dtype, path)
     return RunTables(
         run_id=g.name.rsplit("/", 1)[-1],
         config=_attrs(g, "config", path), metrics=_attrs(g, "metrics", path),
@@ -641,8 +672,9 @@ def read_results(path: str | os.PathLike[str], *, chunks: bool = True) -> list[R
     series are not read (`cosim.output.tables.step_series` recomputes them). A schema
     version 1 file is converted (docs/results.md): its jobs get the version 2 columns (every
     job rigid, never resized) and its allocations become an allocation log; the hosts of a
-    version 1 or 2 file get their cores from ``cores_per_host``. Any problem of the file is
-    an `InputError` naming it.
+    version 1 or 2 file get their cores from ``cores_per_host``, the jobs of a version 1 to
+    3 file no value (NaN) and no energy. Any problem of the file is an `InputError` naming
+    it.
     """
     out = []
     with _open(path) as (f, p):

@@ -34,7 +34,7 @@ from cosim.output.tables import busy_host_series, busy_rows
 from cosim.workload.jobs import JobOutcome
 from cosim.workload.value import productivity
 
-__all__ = ["makespan", "utilization", "occupancy", "esp_efficiency", "pe_utilization", "machine_pes",
+__all__ = ["power_metrics", "makespan", "utilization", "occupancy", "esp_efficiency", "pe_utilization", "machine_pes",
            "mean_wait", "mean_response",
            "mean_slowdown", "mean_bounded_slowdown", "loss_of_capacity", "queue_depth",
            "fair_starts",
@@ -468,9 +468,22 @@ def unfair_jobs(outcomes: Sequence[JobOutcome], n_hosts: int) -> int:
     return sum(1 for o in _ran(outcomes) if o.start > fst[o.job.id])  # type: ignore[operator]
 
 
+def power_metrics(power: Any, outcomes: Sequence[JobOutcome]) -> dict[str, Any]:
+    """The power keys of a capped run's summary (`power`: its
+    `cosim.bls.power.PowerTotals`): ``power_cap_w`` (the cap in force), ``energy_j`` (jobs
+    and idle hosts), ``idle_energy_j``, ``mean_power_w`` and ``peak_power_w`` (over the run,
+    from the first start to the last end), ``power_changes`` (SetPower commands) and
+    ``energy_per_value`` (joules per unit of value earned; None when nothing was earned)."""
+    earned = productivity(outcomes)["productivity"] if outcomes else 0.0
+    return {"power_cap_w": power.cap_w, "energy_j": power.energy_j,
+            "idle_energy_j": power.idle_j, "mean_power_w": power.mean_w,
+            "peak_power_w": power.peak_w, "power_changes": power.changes,
+            "energy_per_value": power.energy_j / earned if earned > 0 else None}
+
+
 def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
             cores_per_host: int | Sequence[int] | None = None,
-            allocations: np.ndarray | None = None) -> dict[str, Any]:
+            allocations: np.ndarray | None = None, power: Any = None) -> dict[str, Any]:
     """All metrics of one simulation, for the JSON summary and results files.
 
     Keys: ``jobs`` (jobs that ran), ``rejected``, ``killed``, ``makespan_s``, ``utilization``,
@@ -483,7 +496,8 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     shrunk or expanded at least once), ``pe_utilization`` (`pe_utilization`; None when
     `cores_per_host`, one count or one per host, is not given), and, when some job has a
     value (`cosim.workload.value`), ``productivity``, ``normalized_productivity`` and
-    ``completion_rate`` (`cosim.workload.value.productivity`). `allocations`, the run's
+    ``completion_rate`` (`cosim.workload.value.productivity`), and under a power cap (`power`,
+    the run's `cosim.bls.power.PowerTotals`) the keys of `power_metrics`. `allocations`, the run's
     allocation log, makes ``utilization`` and ``loss_of_capacity`` right for runs with
     resizes or shared hosts (the same values for the others); ``unfair_jobs`` replays each job on every host it
     ever used.
@@ -515,4 +529,5 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
         "pe_utilization": None if cores_per_host is None else
         pe_utilization(ran, n_hosts, cores_per_host, allocations=allocations),
         **(productivity(outcomes) if any(o.job.value is not None for o in outcomes) else {}),
+        **(power_metrics(power, outcomes) if power is not None else {}),
     }

@@ -42,7 +42,7 @@ from cosim.errors import InputError
 from cosim.output.tables import ROLES, RunTables, step_series
 
 __all__ = ["plot_gantt", "plot_imbalance", "plot_utilization", "plot_distributions",
-           "write_plots", "save_png"]
+           "write_plots", "save_png", "plot_power"]
 
 PathLike = str | os.PathLike[str]
 
@@ -749,6 +749,37 @@ def plot_distributions(path: PathLike, runs: Sequence[RunTables], *,
     return save_png(fig, path)
 
 
+def plot_power(path: PathLike, runs: Sequence[RunTables], *,
+               labels: Sequence[str] | None = None) -> Path:
+    """The system power of each run under a power cap over time (a step line per run, its
+    cap dashed, the mean in the legend; runs without a cap are left out)."""
+    names = _check_runs(runs, labels)
+    fig = Figure(figsize=(11, 4.4), layout="constrained")
+    ax = fig.subplots()
+    capped = [(r, n) for r, n in zip(runs, names, strict=True) if len(r.power_series)]
+    origin = min((int(r.power_series["time"][0]) for r, _ in capped), default=0)
+    span = max((int(r.power_series["time"][-1]) - origin for r, _ in capped), default=0)
+    scale, unit = _time_unit(span / TICKS_PER_SECOND)
+    for i, (r, name) in enumerate(capped):
+        colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
+        p = r.power_series
+        x = (p["time"] - origin) / TICKS_PER_SECOND / scale
+        mean, cap = _metric(r.metrics, "mean_power_w"), _metric(r.metrics, "power_cap_w")
+        ax.step(x, p["watts"] / 1e3, where="post", color=colour, lw=1.0,
+                label=f"{name}: mean {(mean or 0) / 1e3:,.1f} kW")
+        if cap is not None:
+            ax.axhline(cap / 1e3, color=colour, ls="--", lw=0.8)
+    if not capped:
+        _no_data(ax, "no run had a power cap")
+    else:
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlabel(f"time [{unit}] from the first start")
+    ax.set_ylabel("system power [kW] (cap dashed)")
+    ax.grid(True, alpha=0.3)
+    fig.suptitle("System power under the power cap", fontsize=13)
+    return save_png(fig, path)
+
+
 def _file_part(run_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", run_id).strip("-.") or "run"
 
@@ -760,7 +791,8 @@ def write_plots(out_dir: PathLike, runs: Sequence[RunTables], *, prefix: str = "
     Writes ``{prefix}utilization.png`` (all runs together), ``{prefix}gantt-{run_id}.png``
     per run (the run id made safe for a file name; ``-2``, ``-3``... appended when two runs
     would share a name), ``{prefix}distributions.png`` (waits and slowdowns, all runs) and,
-    when some run has an app-driven job, ``{prefix}imbalance.png`` (all runs), in this order,
+    when some run has an app-driven job, ``{prefix}imbalance.png`` (all runs), and when some
+    run has a power cap ``{prefix}power.png`` (`plot_power`), in this order,
     and returns exactly these paths. `labels` name the runs in the shared plots (default: run
     ids).
     """
@@ -779,4 +811,6 @@ def write_plots(out_dir: PathLike, runs: Sequence[RunTables], *, prefix: str = "
     written.append(plot_distributions(out / f"{prefix}distributions.png", runs, labels=labels))
     if any(np.isfinite(r.jobs["imbalance"]).any() for r in runs):  # rigid runs have none
         written.append(plot_imbalance(out / f"{prefix}imbalance.png", runs, labels=labels))
+    if any(len(r.power_series) for r in runs):  # runs with a power cap
+        written.append(plot_power(out / f"{prefix}power.png", runs, labels=labels))
     return written

@@ -15,7 +15,10 @@ another job at 20 s; ``borrowed`` — ``17@3``: the job ran on host 17 while job
 The malleability columns come last, so the earlier ones keep their positions: ``kind``
 (rigid, moldable, malleable, evolving), ``shrinks`` and ``expands`` (resize commands the job
 obeyed) and ``pe_seconds`` (PE-time used, exact: PEs x seconds over its allocation as it
-changed, yielded idle tails excluded).
+changed, yielded idle tails excluded). Then value- and power-aware scheduling: ``value`` (what
+the job earned, empty for a job without a value), ``energy_j`` and ``power`` (under a power
+cap: the energy of its sockets, and its segments as ``W@s`` items, ``115@0 60@12.5``: each
+socket capped at 115 W from 0 s, at 60 W from 12.5 s; empty without a cap).
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ from cosim.core.files import atomic_open
 from cosim.core.indexset import IndexSet
 from cosim.workload.jobs import JobOutcome
 from cosim.workload.swf_write import format_ticks
+from cosim.workload.value import earned
 
 __all__ = ["atomic_write", "write_jobs_csv", "write_summary", "host_ranges", "csv_field"]
 
 JOBS_HEADER = ("job_id,submit_s,start_s,end_s,hosts,pes,status,wait_s,walltime_s,runtime_s,"
-               "category,app,host_list,yielded,lent,borrowed,kind,shrinks,expands,pe_seconds")
+               "category,app,host_list,yielded,lent,borrowed,kind,shrinks,expands,pe_seconds,"
+               "value,energy_j,power")
 
 
 def atomic_write(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
@@ -77,7 +82,14 @@ def _rows(outcomes: Sequence[JobOutcome]) -> Iterable[str]:
         yield (f"{j.id},{sec(j.submit)},{start},{end},{len(o.hosts) or j.hosts},"
                f"{j.pes},{o.status},{wait},{sec(j.walltime)},{sec(j.runtime)},"
                f"{csv_field(j.category)},{csv_field(j.app)},{host_ranges(o.hosts)},{rca},"
-               f"{j.kind},{o.shrinks},{o.expands},{sec(o.pe_ticks)}\n")
+               f"{j.kind},{o.shrinks},{o.expands},{sec(o.pe_ticks)},"
+               f"{'' if j.value is None else repr(earned(o))},"
+               f"{repr(o.energy_j) if o.power else ''},{_power(o.power)}\n")
+
+
+def _power(segments: Sequence[tuple[int, int]]) -> str:
+    """``((t, mW), ...)`` -> ``"115@0 60@12.5"``: watts per socket from t seconds on."""
+    return " ".join(f"{mw / 1000:g}@{format_ticks(t)}" for t, mw in segments)
 
 
 def write_jobs_csv(path: str | os.PathLike[str], outcomes: Sequence[JobOutcome]) -> None:

@@ -30,8 +30,9 @@ from cosim.core.clock import TICKS_PER_SECOND
 from cosim.core.indexset import IndexSet
 from cosim.platform.allocation import job_pe_indices, spread_pes, spread_runs
 from cosim.workload.jobs import JobOutcome
+from cosim.workload.value import earned
 
-__all__ = ["JOB_DTYPE", "ALLOC_DTYPE", "ROLES", "WORKER_DTYPE", "CHUNK_DTYPE", "RunTables",
+__all__ = ["JOB_DTYPE", "POWER_DTYPE", "POWER_SERIES_DTYPE", "ALLOC_DTYPE", "ROLES", "WORKER_DTYPE", "CHUNK_DTYPE", "RunTables",
            "allocations_from_outcomes", "build_tables", "busy_host_series", "busy_rows",
            "step_series"]
 
@@ -45,6 +46,7 @@ JOB_DTYPE = np.dtype([
     ("yields", "<i4"), ("lends", "<i4"), ("borrows", "<i4"), ("imbalance", "<f8"),
     ("kind", "S9"), ("min_pes", "<i4"), ("max_pes", "<i4"), ("pes_start", "<i4"),
     ("shrinks", "<i4"), ("expands", "<i4"), ("pe_seconds", "<f8"),
+    ("value", "<f8"), ("energy_j", "<f8"),
 ])
 """One row per job. Ticks; -1 start/end when rejected (a dropped job: start -1, end the tick
 it was dropped); wait/response in seconds and slowdown
@@ -54,7 +56,17 @@ yields/lends/borrows: counts of hosts (`JobOutcome`); imbalance: max / mean of t
 finish times from the loop start (NaN for rigid jobs, or when the chunks were not simulated
 here); kind, min_pes, max_pes: the job's malleability (`Job`); pes_start: the PEs it started
 on (0 when it never ran); shrinks, expands: resize commands it obeyed; pe_seconds: PE-time it
-used (PEs x seconds over its changing allocation, yielded idle tails excluded)."""
+used (PEs x seconds over its changing allocation, yielded idle tails excluded); value: what it
+earned (`cosim.workload.value.earned`; NaN for a job without a value); energy_j: the energy
+of its sockets under a power cap (0 without one)."""
+
+POWER_DTYPE = np.dtype([("job", "<i8"), ("start", "<i8"), ("watts", "<f8")])
+"""One row per power segment of each job under a power cap, by (job, start): from `start`
+(ticks) to the job's next segment or its end, each socket of its hosts capped at `watts`."""
+
+POWER_SERIES_DTYPE = np.dtype([("time", "<i8"), ("watts", "<f8")])
+"""The system power under a cap (jobs and idle hosts) from each time on (a step function, from
+the first start to the last end)."""
 
 WORKER_DTYPE = np.dtype([
     ("job", "<i8"), ("rank", "<i4"), ("pe", "<i4"), ("host", "<i4"),
@@ -113,6 +125,9 @@ class RunTables:
     workers: np.ndarray
     chunks: np.ndarray | None = field(default=None)
     tuning: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=TUNING_DTYPE))
+    power: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=POWER_DTYPE))
+    power_series: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=POWER_SERIES_DTYPE))
 
     @property
     def cores_per_host(self) -> int:
@@ -199,7 +214,21 @@ def _jobs_table(outs: Sequence[JobOutcome], technique: str,
     t["pes_start"] = np.where(ran, np.fromiter((o.pes_start or o.job.pes for o in outs),
                                                np.int64, n), 0)
     t["pe_seconds"] = _column(outs, attrgetter("pe_ticks"), np.float64) / TICKS_PER_SECOND
+    t["value"] = np.fromiter((np.nan if o.job.value is None else earned(o) for o in outs),
+                             np.float64, n)
+    t["energy_j"] = _column(outs, attrgetter("energy_j"), np.float64)
     return t
+
+
+def power_tables(outcomes: Sequence[JobOutcome], power: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The `POWER_DTYPE` segments of `outcomes` (by job id) and the `POWER_SERIES_DTYPE`
+    system series of `power` (`cosim.bls.power.PowerTotals`; None: both empty)."""
+    if power is None:
+        return np.zeros(0, dtype=POWER_DTYPE), np.zeros(0, dtype=POWER_SERIES_DTYPE)
+    rows = [(o.job.id, t, mw / 1000) for o in sorted(outcomes, key=lambda o: o.job.id)
+            for t, mw in o.power]
+    return (np.array(rows, dtype=POWER_DTYPE),
+            np.array(list(power.series), dtype=POWER_SERIES_DTYPE))
 
 
 # -- the allocation log -----------------------------------------------------------------------
@@ -333,6 +362,7 @@ def build_tables(
     technique: str = "",
     allocations: np.ndarray | None = None,
     tuning: Sequence[Any] = (),
+    power: Any = None,
 ) -> RunTables:
     """Tables of a run (see the module docstring).
 
@@ -353,6 +383,8 @@ def build_tables(
         The run's allocation log (`cosim.runner.SimResult.allocations`). None rebuilds it
         from the outcomes (`allocations_from_outcomes`), which only works for runs without
         resizes.
+    power:
+        The run's `cosim.bls.power.PowerTotals` under a power cap (`power_tables`).
     """
     loops = loops or {}
     ids = np.fromiter((o.job.id for o in outcomes), dtype=np.int64, count=len(outcomes))
@@ -387,6 +419,7 @@ def build_tables(
         chunks=(np.concatenate(chunks) if chunks else np.zeros(0, dtype=CHUNK_DTYPE))
         if any_chunks else None,
         tuning=tuning_table(tuning),
+        **dict(zip(("power", "power_series"), power_tables(outs, power), strict=True)),
     )
 
 

@@ -368,6 +368,12 @@ class _Builder:
                  member("W", Type.UINT64, "#", "window set by the tuner")],
                 MetricOccurrence.ASYNCHRONOUS, RecorderKind.ABSTRACT)
             self.tune_metric = d.metric_instance(tune_cls, mloc, scope=root)
+        if len(t.power_series):
+            power_cls = d.metric_class(
+                [member("system power", Type.DOUBLE, "W", "the jobs' power caps and the idle "
+                        "hosts' power under the power cap")],
+                MetricOccurrence.ASYNCHRONOUS, RecorderKind.ABSTRACT)
+            self.power_metric = d.metric_instance(power_cls, mloc, scope=root)
         if len(self.resized):
             self.job_pes = d.metric_class(
                 [member("job PEs", Type.UINT64, "#", "PEs held by the resized job whose master "
@@ -432,6 +438,10 @@ class _Builder:
         tuning = self.t.tuning
         for c in tuning[tuning["time"] <= self.horizon].tolist():  # the tuner's checkpoints
             self.w.metric(self.mloc, c[0], self.tune_metric, list(c[1:]))
+            self.n_samples += 1
+        power = self.t.power_series
+        for tick, watts in power[power["time"] <= self.horizon].tolist():  # under a cap
+            self.w.metric(self.mloc, tick, self.power_metric, [watts])
             self.n_samples += 1
         if not self.pe_level:
             return

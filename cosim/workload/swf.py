@@ -51,7 +51,8 @@ once a job's PEs are known (the message then names the job), is an error. (7) It
 jobs a value (`cosim.workload.value`; never in ``app_params``): ``value=``, ``value_min=``,
 ``soft=``/``hard=`` (multiples of each job's requested time, or seconds as ``3600s``) and
 ``decay=linear|exp|step``; a threshold pair that fails for a job (``soft > hard``) names
-the job (``field CosimApp``). A bad comment
+the job (``field CosimApp``); ``power_beta=`` in [0, 1] is how much the jobs slow down
+under a power cap (`cosim.platform.power`). A bad comment
 raises `InputError` ``FILE:LINE: field KEY: problem`` (``field CosimApp`` for its syntax and
 the keys of (5)). Jobs are returned sorted by ``(submit, id)``.
 """
@@ -142,6 +143,7 @@ class AppInfo:
     exclusion_ok: bool = False
     params: tuple[tuple[str, str], ...] = ()
     value: tuple[tuple[str, str], ...] = ()  # the job value keys (`cosim.workload.value`)
+    power_beta: float | None = None  # the jobs' compute-boundedness (`cosim.platform.power`)
     kind: Literal["rigid", "moldable", "malleable", "evolving"] = "rigid"
     min_pes: int = 0
     max_pes: int = 0
@@ -431,6 +433,15 @@ def parse_cosim_app(value: str, *, file: str | None = None,
     excl = info.pop("exclusion_ok", "0")
     if excl not in ("0", "1"):
         raise bad(f"exclusion_ok must be 0 or 1, got {excl!r}")
+    beta = info.pop("power_beta", None)
+    if beta is not None:
+        try:
+            beta_f = float(beta)
+        except ValueError:
+            beta_f = math.nan
+        if not 0.0 <= beta_f <= 1.0:
+            raise InputError(f"must be a number in [0, 1], got {beta!r}", file=file, line=line,
+                             field="power_beta")
     value = {k: info.pop(k) for k in VALUE_KEYS if k in info}
     if value:  # what the jobs' requested times do not decide is checked now
         try:
@@ -454,7 +465,8 @@ def parse_cosim_app(value: str, *, file: str | None = None,
                 from None
     return int(tokens[0]), AppInfo(category=category, app=app, priority=int(prio),
                                    exclusion_ok=excl == "1", params=tuple(info.items()),
-                                   value=tuple(value.items()), model=model, **bounds)
+                                   value=tuple(value.items()), model=model,
+                                   power_beta=None if beta is None else beta_f, **bounds)
 
 
 def _positive_number(text: str) -> bool:
@@ -720,7 +732,8 @@ def _with_app(job: Job, apps: dict[int, tuple[AppInfo, int]], path: str) -> Job:
     return dataclasses.replace(job, category=info.category, app=info.app,
                                priority=info.priority, exclusion_ok=info.exclusion_ok,
                                app_params=dict(info.params), kind=info.kind, min_pes=lo,
-                               max_pes=hi, model=info.model, value=value)
+                               max_pes=hi, model=info.model, value=value,
+                               power_beta=info.power_beta)
 
 
 def _bounds_key(info: AppInfo) -> str:

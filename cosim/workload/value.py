@@ -16,7 +16,8 @@ job's requested time (``soft=2``: twice its walltime) or in seconds with an ``s`
 (``soft=3600s``); defaults σ = 2 and η = 6 (spec §2.7, cosim's choice: the paper's generator
 is not published). A trace carries values per executable number in its ``; CosimApp:`` lines
 (keys ``value``, ``value_min``, ``soft``, ``hard``, ``decay``) or per job in a CSV sidecar
-(`read_values`: ``job_id,value,soft_s,hard_s[,value_min,decay]``, seconds after submit),
+(`read_values`: ``job_id,value,soft_s,hard_s[,value_min,decay,power_beta]``, seconds after
+submit),
 which wins. Thresholds are integer ticks; values are floats computed in one fixed order.
 `cosim.workload.swf_write.write_jobs_swf` does not write values back (a job's thresholds
 are then absolute): keep the sidecar with the trace.
@@ -197,12 +198,15 @@ def check_value_pairs(pairs: Mapping[str, str]) -> None:
 
 
 def read_values(path: str | os.PathLike[str], jobs: Sequence[Job], *,
-                skipped: frozenset[int] = frozenset()) -> dict[int, JobValue]:
+                skipped: frozenset[int] = frozenset(),
+                betas: dict[int, float] | None = None) -> dict[int, JobValue]:
     """A sidecar of per-job values: a CSV with a header naming ``job_id``, ``value``,
-    ``soft_s`` and ``hard_s`` (seconds after submission) and optionally ``value_min`` and
-    ``decay``; one row per job, each naming a job of `jobs` (rows of the `skipped` jobs of
-    the trace are read and left out). `InputError` naming the file, line and field for a
-    missing file or column, a bad number or value, an unknown or repeated job."""
+    ``soft_s`` and ``hard_s`` (seconds after submission) and optionally ``value_min``,
+    ``decay`` and ``power_beta`` (the job's compute-boundedness in [0, 1] for the power
+    model, put in `betas` when given; an empty cell: none); one row per job, each naming a
+    job of `jobs` (rows of the `skipped` jobs of the trace are read and left out).
+    `InputError` naming the file, line and field for a missing file or column, a bad number
+    or value, an unknown or repeated job."""
     p = Path(path)
     by_id = {j.id: j for j in jobs}
     try:
@@ -216,9 +220,9 @@ def read_values(path: str | os.PathLike[str], jobs: Sequence[Job], *,
     need = ("job_id", "value", "soft_s", "hard_s")
     if header is None or any(k not in [h.strip() for h in header] for k in need):
         raise InputError(f"the header must name {', '.join(need)} (and optionally value_min, "
-                         "decay)", file=p, line=1)
+                         "decay, power_beta)", file=p, line=1)
     names = [h.strip() for h in header]
-    unknown = [n for n in names if n not in (*need, "value_min", "decay")]
+    unknown = [n for n in names if n not in (*need, "value_min", "decay", "power_beta")]
     if unknown:
         raise InputError(f"unknown column {unknown[0]!r}", file=p, line=1)
     twice = [n for n in names if names.count(n) > 1]
@@ -273,6 +277,16 @@ def read_values(path: str | os.PathLike[str], jobs: Sequence[Job], *,
             raise bad("decay", f"unknown decay {decay!r} (known: {', '.join(DECAYS)})")
         if decay == "exp" and nums["value_min"] <= 0:
             raise bad("value_min", "an exp decay needs value_min > 0 (it never reaches 0)")
+        beta_text = cell.get("power_beta") or ""
+        if beta_text:
+            try:
+                beta = float(beta_text)
+            except ValueError:
+                raise bad("power_beta", f"not a number: {beta_text!r}") from None
+            if not 0.0 <= beta <= 1.0:
+                raise bad("power_beta", f"must be in [0, 1], got {beta_text!r}")
+            if betas is not None:
+                betas[jid] = beta
         out[jid] = JobValue(v=nums["value"], u=nums["value_min"],
                             soft=max(to_ticks(nums["soft_s"]), 1),
                             hard=max(to_ticks(nums["hard_s"]), 1), decay=decay)
