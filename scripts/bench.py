@@ -231,6 +231,68 @@ def _values(repeat):
             ("vpt + greedy / fcfs + easy", vpt / base, "x", None)]
 
 
+@bench("power: one VPT + dynamic pass on 2,048 hosts with 1,000 queued jobs under a 60 % "
+       "cap (target: median <= 50 ms); KTH-SP2 under the cap, static and dynamic")
+def _power(repeat):
+    import statistics
+
+    import numpy as np
+
+    from cosim.bls import BatchConfig
+    from cosim.bls.scheduler import BatchScheduler
+    from cosim.paths import TRACES_DIR
+    from cosim.platform.power import PowerModel
+    from cosim.workload.jobs import Job
+    from cosim.workload.swf import read_swf
+    from cosim.workload.value import JobValue
+
+    S = 10**9
+    config = BatchConfig(priority="vpt", backfill="greedy", power_cap=0.6, power_dynamic=True)
+
+    def state():
+        """2,048 hosts filled by 300 jobs started at 0, then 1,000 jobs queued at 10 s."""
+        rng = np.random.default_rng(0)
+
+        def job(i, t):
+            h = int(rng.integers(1, 65))
+            wall = int(rng.integers(600, 86400)) * S
+            v = float(rng.choice([1.0, 4.0, 16.0]))
+            return Job(id=i, submit=t, hosts=h, pes=h, walltime=wall, runtime=wall // 2,
+                       value=JobValue(v=v, soft=2 * wall, hard=6 * wall),
+                       power_beta=round(float(rng.uniform(0.2, 1.0)), 1))
+
+        sched = BatchScheduler(cores=[1] * 2048, config=config, power=PowerModel())
+        sched.submit([job(i, 0) for i in range(1, 301)], 0)
+        sched.schedule(0)
+        sched.submit([job(i, 10 * S) for i in range(1001, 2001)], 10 * S)
+        return sched
+
+    queued = len(state().queue)
+    times = []
+    for _ in range(max(repeat, 1) * 7):
+        s = state()
+        t0 = time.perf_counter()
+        s.schedule(10 * S)
+        times.append(time.perf_counter() - t0)
+    med = statistics.median(times)
+    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    model = PowerModel()
+    from cosim.runner import simulate
+    plain, _ = best(repeat, lambda: simulate(w.jobs, n_hosts=100, batch=BatchConfig(
+        priority="vpt", backfill="greedy")))
+    static, _ = best(repeat, lambda: simulate(w.jobs, n_hosts=100, power=model,
+                                              batch=BatchConfig(priority="vpt",
+                                                                backfill="greedy",
+                                                                power_cap=0.6)))
+    dynamic, _ = best(repeat, lambda: simulate(w.jobs, n_hosts=100, power=model,
+                                               batch=config))
+    return [(f"VPT + dynamic pass, {queued:,} queued (ms, median)", med * 1e3, "ms", 50.0),
+            ("KTH-SP2 vpt, 60 % cap, static (jobs/s)", len(w.jobs) / static, "jobs/s", None),
+            ("KTH-SP2 vpt, 60 % cap, dynamic (jobs/s)", len(w.jobs) / dynamic, "jobs/s", None),
+            ("static cap / no cap", static / plain, "x", None),
+            ("dynamic cap / no cap", dynamic / plain, "x", None)]
+
+
 @bench("mixed hosts: KTH-SP2 EASY on 100 hosts of 1 and 4 cores vs 100 equal hosts (the same "
        "schedule; the cost of per-host core counts)")
 def _mixed(repeat):

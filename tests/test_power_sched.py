@@ -134,7 +134,8 @@ def _check_run(jobs, result, config, n_hosts, model=MODEL):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ints=st.lists(st.integers(0, 10**6), min_size=200, max_size=200),
        n=st.integers(1, 40), priority=st.sampled_from(["vpt", "vpe", "fcfs", "sjf"]),
-       backfill=st.sampled_from(["greedy", "none"]), strategy=st.sampled_from(STRATEGIES),
+       backfill=st.sampled_from(["greedy", "none", "easy"]),
+       strategy=st.sampled_from(STRATEGIES),
        dynamic=st.booleans(), cap=st.sampled_from([0.3, 0.55, 0.6, 0.8, 1.0]),
        idle=st.sampled_from([0.0, 10.0]))
 def test_the_power_invariants_on_random_workloads(ints, n, priority, backfill, strategy,
@@ -181,6 +182,38 @@ def test_vpt_is_sjf_at_full_power():
     sjf = simulate_batch(jobs, n_hosts=100, config=BatchConfig(priority="sjf",
                                                                 backfill="greedy"))
     assert _starts(capped) == _starts(sjf)
+
+
+def test_power_aware_easy_is_easy_at_full_power():
+    """With a cap every host can meet at p_max, power-aware EASY plans exactly as EASY."""
+    jobs = _kth(3000)
+    for priority in ("fcfs", "sjf"):
+        capped = simulate_batch(jobs, n_hosts=100, power=MODEL, config=BatchConfig(
+            priority=priority, backfill="easy", power_cap=1.0, power_strategy="max"))
+        plain = simulate_batch(jobs, n_hosts=100, config=BatchConfig(priority=priority))
+        assert _starts(capped) == _starts(plain)
+        assert capped.first_reservation == plain.first_reservation
+
+
+def test_power_aware_easy_reserves_power_for_the_head():
+    """Four hosts, a cap of 700 W, FCFS, strategy max (230 W a host). Job 1 (1 host, to 100
+    s) runs; job 2 (3 hosts, 690 W) fits in the hosts but not in the 470 W left: it is the
+    head, its shadow time 100 s, when job 1 gives back its 230 W. Job 3 (1 host, 50 s)
+    backfills: it ends before 100 s. Job 4 (1 host, 500 s) fits on arrival but neither ends
+    by 100 s nor fits in the extra power then (700 - 690 = 10 W): it waits for job 2's end.
+    Greedy, which reserves nothing, starts it on arrival and delays job 2 to its end."""
+    jobs = [Job(id=1, submit=0, hosts=1, pes=1, walltime=100 * S, runtime=100 * S),
+            Job(id=2, submit=1 * S, hosts=3, pes=3, walltime=100 * S, runtime=100 * S),
+            Job(id=3, submit=2 * S, hosts=1, pes=1, walltime=50 * S, runtime=50 * S),
+            Job(id=4, submit=3 * S, hosts=1, pes=1, walltime=500 * S, runtime=500 * S)]
+    runs = {bf: simulate_batch(jobs, n_hosts=4, power=MODEL, config=BatchConfig(
+        priority="fcfs", backfill=bf, power_cap_w=700.0, power_strategy="max"))
+        for bf in ("easy", "greedy")}
+    starts = {o.job.id: o.start for o in runs["easy"].outcomes}
+    assert starts == {1: 0, 2: 100 * S, 3: 2 * S, 4: 200 * S}
+    assert runs["easy"].first_reservation[2] == 100 * S
+    starts = {o.job.id: o.start for o in runs["greedy"].outcomes}
+    assert starts == {1: 0, 2: 503 * S, 3: 2 * S, 4: 3 * S}
 
 
 def test_the_hand_order_under_two_caps():
@@ -261,9 +294,11 @@ def test_bad_power_settings_are_refused():
                           ({"power_strategy": "min"}, "power-cap"),
                           ({"power_dynamic": True}, "power-cap"),
                           ({"power_cap": 0.5, "power_strategy": "most"}, "power-strategy"),
-                          ({"power_cap": 0.5, "backfill": "easy"}, "batch")):
+                          ({"power_cap": 0.5, "backfill": "conservative",
+                            "priority": "fcfs"}, "batch"),
+                          ({"power_cap": 0.5, "malleable": "equi"}, "power-cap")):
         with pytest.raises(InputError) as err:
-            BatchConfig(priority="vpt", **{"backfill": "greedy", **kwargs})
+            BatchConfig(**{"priority": "vpt", "backfill": "greedy", **kwargs})
         assert err.value.field == field, kwargs
     with pytest.raises(InputError, match="below what one host needs"):
         budget_mw(MODEL, 10, watts=100.0)

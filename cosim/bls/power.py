@@ -254,42 +254,53 @@ class PowerPass:
     (at one instant a job's metric does not depend on the others)."""
 
     def __init__(self, ledger: PowerLedger, now: int, jobs: Sequence[Job],
-                 columns: QueueColumns | None = None) -> None:
+                 columns: QueueColumns | None = None, *, ranked: bool = False) -> None:
         s = ledger.settings
         self.ledger = ledger
         self.available_mw = ledger.available_mw()
-        self.rows = {j.id: i for i, j in enumerate(jobs)}
+        self._jobs = tuple(jobs)  # (the scheduler reorders its list in place)
+        self._rows: dict[int, int] | None = None
         q = columns if columns is not None else QueueColumns.of(jobs)
         levels = np.array(ledger.levels, dtype=np.int64)
         K = len(levels)
+        n = len(jobs)
         self.levels = ledger.levels
         betas = [DEFAULT_BETA if j.power_beta is None else j.power_beta for j in jobs]
-        self.mult = np.array([ledger.multipliers(b) for b in betas],
-                             dtype=np.int64).reshape(len(jobs), K)
+        kinds = sorted(set(betas))  # few distinct betas: one table row each
+        table = np.array([ledger.multipliers(b) for b in kinds], dtype=np.int64)
+        if len(kinds) == 1:
+            self.mult = np.broadcast_to(table[0], (n, K))
+        else:
+            where = {b: i for i, b in enumerate(kinds)}
+            self.mult = table[[where[b] for b in betas]]
         self.hosts = q.hosts.copy()
         per_host = ledger.sockets * levels
-        self.metric = scores(s.metric, now, q, value_params(jobs), self.mult,
-                             np.broadcast_to(per_host, self.mult.shape))
-        n = len(jobs)
-        if s.strategy == "max":
-            self.pref = np.full(n, K - 1)
-        elif s.strategy == "min":
-            self.pref = np.zeros(n, dtype=np.int64)
-        elif s.strategy == "uniform":
-            self.pref = np.full(n, uniform_index(ledger))
-        else:  # the best level over all (ties: the higher)
-            self.pref = K - 1 - np.argmax(self.metric[:, ::-1], axis=1)
         self.best = s.strategy == "best"
-        if self.best:  # best_upto[i, k]: the best level of job i among 0..k
-            upto = np.zeros((n, K), dtype=np.int64)
-            rows = np.arange(n)
-            cur = np.zeros(n, dtype=np.int64)
-            for k in range(1, K):
-                cur = np.where(self.metric[:, k] >= self.metric[rows, cur], k, cur)
-                upto[:, k] = cur
-            self.upto = upto
+        rows = np.arange(n)
+        if self.best:  # the metric at every level; the best level over all, ties: higher
+            self.metric = scores(s.metric, now, q, value_params(jobs), self.mult,
+                                 np.broadcast_to(per_host, self.mult.shape))
+            self.pref = K - 1 - np.argmax(self.metric[:, ::-1], axis=1)
+            # upto[i, k]: the best level of job i among 0..k (ties: the higher)
+            best_so_far = np.maximum.accumulate(self.metric, axis=1)
+            self.upto = np.maximum.accumulate(
+                np.where(self.metric >= best_so_far, np.arange(K), 0), axis=1)
+        else:
+            k = {"max": K - 1, "min": 0}.get(s.strategy)
+            self.pref = np.full(n, uniform_index(ledger) if k is None else k)
+            self.metric = None
+            if ranked:  # the metric at the strategy's level only
+                self._pref_score = scores(s.metric, now, q, value_params(jobs),
+                                          self.mult[rows, self.pref], per_host[self.pref])
         self._lo, self._step = ledger.levels[0], (ledger.levels[1] - ledger.levels[0]
                                                   if K > 1 else 1)
+
+    @property
+    def rows(self) -> dict[int, int]:
+        """Job id -> its row (the queue's order when the pass began)."""
+        if self._rows is None:
+            self._rows = {j.id: i for i, j in enumerate(self._jobs)}
+        return self._rows
 
     def _top(self, hosts: int, available_mw: int) -> int:
         """The highest level index a job on `hosts` hosts fits at in `available_mw` (-1: none)."""
@@ -318,18 +329,31 @@ class PowerPass:
         """What starting `job` at `level` (mW per socket) takes from the budget."""
         return self.ledger.need_mw(job.hosts, level)
 
-    def rank_columns(self, jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray]:
-        """For the ranking of `jobs` (the queue, in the pass's order): each job's run-time
-        factor and power per host at the level it would get now (its strategy's level when
-        none fits)."""
-        n = len(jobs)
-        ks = np.empty(n, dtype=np.int64)
-        for i in range(n):
-            k = self.level_index(i, self.available_mw)
-            ks[i] = self.pref[i] if k is None else k
-        rows = np.arange(n)
-        levels = np.asarray(self.levels, dtype=np.int64)
-        return self.mult[rows, ks], self.ledger.sockets * levels[ks]
+    def least_need_mw(self, job: Job) -> int:
+        """What `job` takes from the budget at the lowest level the strategy may give it."""
+        return self.ledger.need_mw(job.hosts, self.ledger.start_level(job.hosts))
+
+    def run_ticks(self, job: Job, level: int) -> int:
+        """`job`'s walltime at `level` (mW per socket), in ticks."""
+        k = self.levels.index(level)
+        return ticks_for(job.walltime * WORK_PER_TICK, int(self.mult[self.rows[job.id], k]))
+
+    def held_mw(self, job_id: int) -> int:
+        """What running job `job_id` gives back to the budget when it ends."""
+        held = self.ledger.held[job_id]
+        return self.ledger.need_mw(held.hosts, self.levels[held.level])
+
+    def rank_scores(self) -> np.ndarray:
+        """Each queued job's metric (rows in the pass's queue order) at the level it would get
+        now, or at its strategy's level when none fits: what the value orders rank by."""
+        if not self.best:
+            return self._pref_score
+        ledger = self.ledger
+        rows = np.arange(len(self.hosts))
+        per_socket = self.available_mw // (self.hosts * ledger.sockets) + ledger.idle_mw
+        top = np.minimum((per_socket - self._lo) // self._step, len(self.levels) - 1)
+        ks = np.where(top >= 0, self.upto[rows, np.maximum(top, 0)], self.pref)
+        return self.metric[rows, ks]
 
     def job_value(self, job: Job, level: int, now: int) -> float:
         """`job`'s value if it started at `now` at level index `level` (by its walltime)."""

@@ -152,8 +152,9 @@ class BatchConfig:
     power_cap, power_cap_w:
         The system power cap (`cosim.bls.power`), as a fraction in (0, 1] of every host at
         p_max or in watts (at most one; None: no cap, no power management). It needs the
-        platform's power table (`BatchScheduler`'s `power`), trace jobs, and the ``none`` or
-        ``greedy`` backfill (power-aware EASY and conservative backfilling are not built).
+        platform's power table (`BatchScheduler`'s `power`), trace jobs, and the ``none``,
+        ``greedy`` or ``easy`` backfill (power-aware EASY: `cosim.bls.policies.easy`;
+        power-aware conservative backfilling is not built).
     power_strategy:
         The level a starting job gets: ``max``, ``min``, ``uniform`` or ``best`` (default).
     power_dynamic:
@@ -292,10 +293,10 @@ class BatchConfig:
                                                  and self.power_cap_w > 0):
             raise InputError(f"must be a positive number of watts, got {self.power_cap_w!r}",
                              field="power-cap")
-        if self.backfill not in ("none", "greedy"):
-            raise InputError(f"under a power cap the backfill policy must be greedy or none "
-                             f"(fcfs): {self.backfill} reserves hosts only, and power-aware "
-                             "EASY and conservative backfilling are not built", field="batch")
+        if self.backfill not in ("none", "greedy", "easy"):
+            raise InputError(f"under a power cap the backfill policy must be greedy, easy or "
+                             f"none (fcfs): {self.backfill} plans hosts only (power-aware "
+                             "conservative backfilling is not built)", field="batch")
         if self.malleable != "none" or self.rca:
             raise InputError("a power cap is not combined with malleable policies or RCA "
                              "(power follows whole, fixed allocations)", field="power-cap")
@@ -407,6 +408,7 @@ class BatchScheduler:
         # ... and indexed by (hosts, needs every core), by walltime (`DynamicView.queue_index`)
         self._qindex: dict[tuple[int, bool], tuple[list[int], list[tuple[Any, ...]]]] = {}
         self._qindex_view = MappingProxyType(self._qindex)
+        self._indexed = bool(self._dynamics)  # only dynamic policies read the queue index
         self._keys: dict[int, tuple[Any, ...]] = {}  # queued job id -> its key
         self._memo: Any = None
         self._wake: int | None = None  # a pass the backfill policy asked for
@@ -483,7 +485,8 @@ class BatchScheduler:
                 self._qcols.insert(i, job, self._seq)
                 self._seq += 1
             self._qstamp[0] += 1
-            self._index(job, key)
+            if self._indexed:
+                self._index(job, key)
             self._dirty = True
 
     # -- facts and own events -------------------------------------------------------------
@@ -642,12 +645,13 @@ class BatchScheduler:
         pp = None
         if self.power is not None and self._qjobs:
             pp = PowerPass(self.power, now, self._qjobs,
-                           self._qcols if self._rank is not None else None)
+                           self._qcols if self._rank is not None else None,
+                           ranked=self._rank is not None)
         if self._rank is not None and self._qjobs:
             if pp is not None:  # each job ranked at the power it would get now
-                self._qcols.slowdown, self._qcols.host_mw = pp.rank_columns(self._qjobs)
+                self._qcols.score = pp.rank_scores()
             self._rerank(now)
-            self._qcols.slowdown = self._qcols.host_mw = None
+            self._qcols.score = None
         if self._qjobs and not self._replaced:
             out += self._pass(now, pp)
         if self.power is not None and self.config.power_dynamic:
@@ -702,9 +706,10 @@ class BatchScheduler:
             self._qkeys[:] = keys
             q.permute(order)
             self._keys = {j.id: k for j, k in zip(new, keys, strict=True)}
-            self._qindex.clear()
-            for j, k in zip(new, keys, strict=True):
-                self._index(j, k)
+            if self._indexed:
+                self._qindex.clear()
+                for j, k in zip(new, keys, strict=True):
+                    self._index(j, k)
             self._qstamp[0] += 1
         self._rank_mark = self._seq
 
@@ -787,12 +792,13 @@ class BatchScheduler:
         if self._rank is not None:
             self._qcols.delete(i)
         self._qstamp[0] += 1
-        cls = self._qclass(job)
-        walls, keys = self._qindex[cls]
-        at = _position(walls, keys, job.walltime, key)
-        del walls[at], keys[at]
-        if not walls:
-            del self._qindex[cls]
+        if self._indexed:
+            cls = self._qclass(job)
+            walls, keys = self._qindex[cls]
+            at = _position(walls, keys, job.walltime, key)
+            del walls[at], keys[at]
+            if not walls:
+                del self._qindex[cls]
         self._asked.pop(job.id, None)
         self._expected.pop(job.id, None)
 

@@ -96,19 +96,17 @@ class QueueColumns:
     order in which the jobs were queued), and ``jobs``, the jobs themselves in the same
     order. Kept by the scheduler as the queue changes (one shift of the arrays per job queued
     or started); the properties are read-only views, valid until the queue changes. Under a
-    power cap the scheduler also sets, for the ranking of one pass, ``slowdown`` (each job's
-    run-time factor at the power it would get, ppm) and ``host_mw`` (its power per host);
-    None otherwise."""
+    power cap the scheduler also sets, for the ranking of one pass, ``score``: each job's
+    value metric at the power it would get (`cosim.bls.power.PowerPass`); None otherwise."""
 
     FIELDS = ("submit", "walltime", "hosts", "priority", "id", "seq")
-    __slots__ = ("_buf", "n", "jobs", "slowdown", "host_mw")
+    __slots__ = ("_buf", "n", "jobs", "score")
 
     def __init__(self, capacity: int = 64, jobs: Sequence[Job] = ()) -> None:
         self._buf = np.zeros((len(self.FIELDS), max(capacity, 1)), dtype=np.int64)
         self.n = 0
         self.jobs: Sequence[Job] = jobs
-        self.slowdown: np.ndarray | None = None
-        self.host_mw: np.ndarray | None = None
+        self.score: np.ndarray | None = None
 
     @classmethod
     def of(cls, jobs: Sequence[Job]) -> QueueColumns:
@@ -170,13 +168,21 @@ class PowerView(Protocol):
     `available_mw`, the power left now (milliwatts); ``level(job, available_mw)``, the
     per-socket cap (mW) the power strategy gives `job` within `available_mw`, or None when
     it cannot start in it; ``need_mw(job, level)``, what starting it at `level` takes from
-    the budget."""
+    the budget; ``least_need_mw(job)``, that at the lowest level the strategy may give it;
+    ``run_ticks(job, level)``, its walltime stretched at `level`; ``held_mw(job_id)``, what a
+    running job gives back to the budget when it ends."""
 
     available_mw: int
 
     def level(self, job: Job, available_mw: int) -> int | None: ...
 
     def need_mw(self, job: Job, level: int) -> int: ...
+
+    def least_need_mw(self, job: Job) -> int: ...
+
+    def run_ticks(self, job: Job, level: int) -> int: ...
+
+    def held_mw(self, job_id: int) -> int: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,6 +18,15 @@ starting before the job's estimated end, the job must fit in the hosts still fre
 reservation's start. With one reservation this is exactly steps 2-3; for a full-machine Z
 job (no spare hosts) it is the ESP drain rule: nothing jumps ahead of Z unless it ends before
 Z's reservation. Estimates are walltimes (`base.expected_end` for running jobs).
+
+Under a power cap (`PassView.power`, `power_plan`) power is a second resource: a job starts
+only within the power left, at the level the power strategy gives it; the head's shadow time
+is the first expected end at which both enough hosts and enough power (for the head at the
+lowest level its strategy may give it) are free, counting the power each running job holds
+until its expected end (jobs started now: at their level, for their walltime stretched by
+it); a later job backfills if it fits now in hosts and power and either ends by the shadow
+time or fits in both the extra hosts and the extra power. Only the head is reserved (priority
+> 0 jobs get no reservation of their own under a cap).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from cosim.bls.policies.base import BackfillPolicy, PassView, Plan
 from cosim.bls.profile import Profile
 from cosim.workload.jobs import Job
 
-__all__ = ["POLICY", "plan", "shadow"]
+__all__ = ["POLICY", "plan", "shadow", "power_plan"]
 
 
 def shadow(view: PassView, started: list[Job], free: int, need: int) -> tuple[int, int]:
@@ -76,6 +85,8 @@ def shadow(view: PassView, started: list[Job], free: int, need: int) -> tuple[in
 
 def plan(view: PassView) -> Plan:
     """One EASY pass (see the module docstring)."""
+    if view.power is not None:
+        return power_plan(view)
     queue = view.queue
     free = view.free
     starts: list[Job] = []
@@ -111,6 +122,69 @@ def plan(view: PassView) -> Plan:
         if free == 0:
             break
     return Plan(starts=tuple(starts), reservations={head.id: when})
+
+
+def power_plan(view: PassView) -> Plan:
+    """One power-aware EASY pass (see the module docstring)."""
+    power = view.power
+    assert power is not None
+    queue, now = view.queue, view.now
+    free, avail = view.free, power.available_mw
+    starts: list[Job] = []
+    levels: dict[int, int] = {}
+    fresh: list[tuple[int, int, int]] = []  # (expected end, hosts, mW) of jobs started now
+
+    def start(job: Job, level: int) -> None:
+        nonlocal free, avail
+        need = power.need_mw(job, level)
+        starts.append(job)
+        levels[job.id] = level
+        free -= job.hosts
+        avail -= need
+        fresh.append((now + max(power.run_ticks(job, level), 1), job.hosts, need))
+
+    n = len(queue)
+    i = 0
+    while i < n and queue[i].hosts <= free:
+        level = power.level(queue[i], avail)
+        if level is None:
+            break
+        start(queue[i], level)
+        i += 1
+    if i == n:
+        return Plan(starts=tuple(starts), power=levels)
+    head = queue[i]
+    head_mw = power.least_need_mw(head)
+    events = sorted([(e if e > now else now + 1, jid, h, power.held_mw(jid))
+                     for e, jid, h, _ in view.running] +
+                    [(e, -1, h, mw) for e, h, mw in fresh])
+    hosts, watts, when = free, avail, -1
+    for e, _, h, mw in events:
+        if when >= 0 and e > when:
+            break
+        hosts += h
+        watts += mw
+        if when < 0 and hosts >= head.hosts and watts >= head_mw:
+            when = e
+    if when < 0:  # the head cannot start before the machine drains: no reservation
+        return Plan(starts=tuple(starts), power=levels)
+    extra_h, extra_w = hosts - head.hosts, watts - head_mw
+    for job in islice(queue, i + 1, None):
+        if free == 0:
+            break
+        if job.hosts > free:
+            continue
+        level = power.level(job, avail)
+        if level is None:
+            continue
+        if now + power.run_ticks(job, level) > when:
+            need = power.need_mw(job, level)
+            if job.hosts > extra_h or need > extra_w:
+                continue
+            extra_h -= job.hosts
+            extra_w -= need
+        start(job, level)
+    return Plan(starts=tuple(starts), reservations={head.id: when}, power=levels)
 
 
 def _with_priority_jobs(view: PassView, starts: list[Job], free: int, i: int, when: int) -> Plan:

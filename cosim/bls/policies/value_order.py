@@ -56,9 +56,9 @@ def scores(metric: str, now: int, queue: QueueColumns, params: np.ndarray,
 
 def _ranker(metric: str):
     def rank(now: int, queue: QueueColumns, tunables: Tunables) -> tuple[np.ndarray, ...]:
-        params = value_params(queue.jobs)
-        return -scores(metric, now, queue, params, queue.slowdown, queue.host_mw), \
-            queue.submit
+        if queue.score is not None:  # under a power cap: at each job's level
+            return -queue.score, queue.submit
+        return -scores(metric, now, queue, value_params(queue.jobs)), queue.submit
     return rank
 
 
