@@ -367,7 +367,7 @@ def test_newer_additions_are_ignored(tmp_path, runs):
     def add(f):
         jobs = f["runs/rca-yield/jobs"][()]
         wider = np.zeros(len(jobs), dtype=[(n, jobs.dtype[n]) for n in jobs.dtype.names]
-                         + [("energy_j", "<f8")])
+                         + [("a_future_field", "<f8")])
         for n in jobs.dtype.names:
             wider[n] = jobs[n]
         del f["runs/rca-yield/jobs"]
@@ -417,6 +417,14 @@ def _old_hosts(g: h5py.Group) -> None:
         [("name", hosts.dtype["name"]), ("rack", "<i4")])
 
 
+def _old_jobs(g: h5py.Group) -> None:
+    """The jobs table of versions 2 and 3: without the value and energy_j columns."""
+    jobs = g["jobs"][()]
+    names = [n for n in jobs.dtype.names if n not in ("value", "energy_j")]
+    del g["jobs"]
+    g["jobs"] = jobs[names].astype([(n, jobs.dtype[n]) for n in names])
+
+
 def _make_v1(path: Path, run: RunTables) -> None:
     """Turn a file of `run` into the version 1 layout (as cosim wrote it before the log)."""
     with h5py.File(path, "r+") as f:
@@ -455,12 +463,55 @@ def test_version_2_files_get_their_cores_from_the_attribute(tmp_path, runs):
         f.attrs.modify("schema_version", 2)
         for g in f["runs"].values():
             _old_hosts(g)
+            _old_jobs(g)
     back = read_results(path)
     for a, b in zip(back, runs, strict=True):
         assert a.host_cores.tolist() == b.host_cores.tolist() == [a.cores_per_host] * a.n_hosts
         assert a.jobs.tobytes() == b.jobs.tobytes()
     with pytest.raises(InputError, match="cannot append to a schema_version 2 file"):
         append_run(path, runs[0])
+
+
+def test_version_3_files_get_no_value_and_no_energy(tmp_path, runs):
+    """A version 3 jobs table lacks value and energy_j: read with NaN and 0 (these runs had
+    neither), the other columns as written."""
+    path = tmp_path / "v3.h5"
+    write_results(path, runs)
+    with h5py.File(path, "r+") as f:
+        f.attrs.modify("schema_version", 3)
+        for g in f["runs"].values():
+            _old_jobs(g)
+    back = read_results(path)
+    for a, b in zip(back, runs, strict=True):
+        assert np.isnan(a.jobs["value"]).all() and (a.jobs["energy_j"] == 0).all()
+        assert a.jobs.tobytes() == b.jobs.tobytes()
+    with pytest.raises(InputError, match="cannot append to a schema_version 3 file"):
+        append_run(path, runs[0])
+
+
+def test_a_capped_run_round_trips_with_its_power(tmp_path):
+    """Values, energies, power segments and the system series survive results.h5."""
+    from cosim.experiment import RunOptions, execute, tables_of
+    from cosim.paths import PLATFORMS_DIR
+
+    swf = tmp_path / "t.swf"
+    swf.write_text("; MaxNodes: 4\n; CosimApp: 1 value=4 soft=2 hard=6 power_beta=0.5\n" + "".join(
+        f"{i} {10 * i} -1 {50 + 7 * i} {1 + i % 3} -1 -1 {1 + i % 3} {100 + i} -1 1 -1 -1 1 "
+        "-1 -1 -1 -1\n" for i in range(1, 25)))
+    rec = execute(RunOptions(workload=str(swf), platform=str(PLATFORMS_DIR /
+                                                            "kumbhare2048-nodes.toml"),
+                             hosts=4, priority="vpe", batch="greedy", power_cap=0.5,
+                             power_dynamic=True))
+    run = tables_of(rec, "capped")
+    assert len(run.power) and len(run.power_series)
+    assert (run.jobs["value"][run.jobs["status"] == b"completed"] > 0).any()
+    path = tmp_path / "results.h5"
+    write_results(path, [run])
+    (back,) = read_results(path)
+    for name in ("jobs", "power", "power_series"):
+        x, y = getattr(run, name), getattr(back, name)
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), name
+    assert back.metrics["energy_j"] == rec.summary["energy_j"] > 0
 
 
 # -- reports -------------------------------------------------------------------------------
