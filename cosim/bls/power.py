@@ -161,18 +161,15 @@ class PowerLedger:
         return self.need_mw(hosts, self.start_level(hosts)) > \
             self.cap_mw - self.n_hosts * self.sockets * self.idle_mw
 
-    def hopeless(self, job: Job, now: int) -> bool:
-        """True when `job` can no longer earn value even starting now at the highest level
-        it could ever get (p_max, or lower when the cap cannot hold its hosts at p_max)."""
-        if job.value is None:
-            return False
+    def fastest_run(self, job: Job) -> int:
+        """`job`'s walltime in ticks at the highest level it could ever get (p_max, or lower
+        when the cap cannot hold its hosts at p_max with the other hosts idle)."""
         room = self.cap_mw - self.n_hosts * self.sockets * self.idle_mw
         top = len(self.levels) - 1
         while top > 0 and self.need_mw(job.hosts, self.levels[top]) > room:
             top -= 1
         beta = DEFAULT_BETA if job.power_beta is None else job.power_beta
-        run = ticks_for(job.walltime * WORK_PER_TICK, int(self.multipliers(beta)[top]))
-        return value_at(job.value, now + run - job.submit) == 0.0
+        return ticks_for(job.walltime * WORK_PER_TICK, int(self.multipliers(beta)[top]))
 
     def available_mw(self) -> int:
         """The power left under the cap now."""
@@ -391,6 +388,7 @@ def reclaim(ledger: PowerLedger, pp: PowerPass, queue: Sequence[Job], free_hosts
     starts: list[tuple[Job, int]] = []
     changed: dict[int, int] = {}
     reclaimable = sum(h.hosts * sockets * step_mw * h.level for h in ledger.held.values())
+    heap: list | None = None  # every donor's first step at the tentative levels
     for job in queue:
         if job.hosts > free_hosts:
             continue
@@ -401,7 +399,10 @@ def reclaim(ledger: PowerLedger, pp: PowerPass, queue: Sequence[Job], free_hosts
             continue  # not even every donor at p_min would cover it
         for k in range(int(pp.pref[i]), -1, -1):
             deficit = ledger.need_mw(job.hosts, levels[k]) - avail
-            taken, lost = _donors(ledger, cur, deficit, now, cache) if deficit > 0 else ({}, 0.0)
+            if deficit > 0 and heap is None:
+                heap = _first_steps(ledger, cur, now, cache)
+            taken, lost = _donors(ledger, heap, deficit, now, cache) if deficit > 0 \
+                else ({}, 0.0)
             if taken is None:
                 continue
             if taken and pp.job_value(job, k, now) <= lost:
@@ -412,6 +413,8 @@ def reclaim(ledger: PowerLedger, pp: PowerPass, queue: Sequence[Job], free_hosts
                 avail += freed
                 cur[jid] = lv
                 changed[jid] = levels[lv]
+            if taken:
+                heap = None  # the donors' levels moved
             avail -= ledger.need_mw(job.hosts, levels[k])
             free_hosts -= job.hosts
             starts.append((job, levels[k]))
@@ -419,38 +422,48 @@ def reclaim(ledger: PowerLedger, pp: PowerPass, queue: Sequence[Job], free_hosts
     return starts, changed
 
 
-def _donors(ledger: PowerLedger, cur: dict[int, int], deficit: int, now: int,
+def _step_down(ledger: PowerLedger, jid: int, lv: int, now: int, cache: dict
+               ) -> tuple[float, float, int, int, float] | None:
+    """The heap entry of running job `jid`'s step from level index `lv` one down: (value lost
+    per mW, its VPT, id, the new level, the value lost); None at p_min or when the step would
+    push its completion to its hard threshold."""
+    if lv <= 0:
+        return None
+    held = ledger.held[jid]
+    end_hi, v_hi = _running_value(ledger, jid, lv, now, cache)
+    end_lo, v_lo = _running_value(ledger, jid, lv - 1, now, cache)
+    if end_lo >= _hard(held.job):
+        return None
+    watts = held.hosts * ledger.sockets * (ledger.levels[lv] - ledger.levels[lv - 1])
+    return ((v_hi - v_lo) / watts, v_hi / max(end_hi - now, 1), jid, lv - 1, v_hi - v_lo)
+
+
+def _first_steps(ledger: PowerLedger, cur: dict[int, int], now: int, cache: dict) -> list:
+    """Every donor's first step down from its tentative level `cur`, as a heap."""
+    heap = [e for jid in sorted(cur) if (e := _step_down(ledger, jid, cur[jid], now, cache))]
+    heapq.heapify(heap)
+    return heap
+
+
+def _donors(ledger: PowerLedger, first: list, deficit: int, now: int,
             cache: dict) -> tuple[dict[int, int] | None, float]:
-    """The cheapest donor steps covering `deficit` mW: (job id -> new level index, the value
-    lost), or (None, 0) when the donors cannot cover it."""
-    sockets, step = ledger.sockets, ledger.levels[1] - ledger.levels[0] \
-        if len(ledger.levels) > 1 else 0
-    heap: list[tuple[float, float, int, int, float]] = []
-
-    def push(jid: int, lv: int) -> None:
-        if lv <= 0:
-            return
-        held = ledger.held[jid]
-        end_hi, v_hi = _running_value(ledger, jid, lv, now, cache)
-        end_lo, v_lo = _running_value(ledger, jid, lv - 1, now, cache)
-        if end_lo >= _hard(held.job):
-            return  # it would reach its hard threshold: never
-        watts = held.hosts * sockets * step
-        vpt = v_hi / max(end_hi - now, 1)
-        heapq.heappush(heap, ((v_hi - v_lo) / watts, vpt, jid, lv - 1, v_hi - v_lo))
-
-    for jid in sorted(cur):
-        push(jid, cur[jid])
+    """The cheapest donor steps covering `deficit` mW, from the heap of first steps `first`
+    (left as it is): (job id -> new level index, the value lost), or (None, 0) when the
+    donors cannot cover it."""
+    heap = list(first)
+    sockets, levels = ledger.sockets, ledger.levels
     freed, lost = 0, 0.0
     taken: dict[int, int] = {}
     while freed < deficit:
         if not heap:
             return None, 0.0
         _, _, jid, lv, loss = heapq.heappop(heap)
-        freed += ledger.held[jid].hosts * sockets * step
+        freed += ledger.held[jid].hosts * sockets * (levels[lv + 1] - levels[lv])
         lost += loss
         taken[jid] = lv
-        push(jid, lv)
+        nxt = _step_down(ledger, jid, lv, now, cache)
+        if nxt is not None:
+            heapq.heappush(heap, nxt)
     return taken, lost
 
 
@@ -463,6 +476,8 @@ def redistribute(ledger: PowerLedger, now: int) -> dict[int, int]:
         return {}
     step = levels[1] - levels[0]
     avail = ledger.available_mw()
+    if avail < sockets * step:
+        return {}  # not one step of one host
     cache: dict[tuple[int, int], tuple[int, float]] = {}
     heap: list[tuple] = []
 
@@ -481,7 +496,8 @@ def redistribute(ledger: PowerLedger, now: int) -> dict[int, int]:
         heapq.heappush(heap, (*key, lv))
 
     for jid in sorted(ledger.held):
-        push(jid, ledger.held[jid].level)
+        if ledger.held[jid].level < top:
+            push(jid, ledger.held[jid].level)
     out: dict[int, int] = {}
     while heap:
         *_, jid, lv = heapq.heappop(heap)

@@ -57,6 +57,7 @@ only walltimes (estimates) and the facts it is told.
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -78,7 +79,7 @@ from cosim.bls.power import MW_TICKS_PER_J, PowerLedger, PowerPass, PowerSetting
     redistribute
 from cosim.bls.state import ClusterState
 from cosim.bls.tuning import ADAPTIVE_MODES, Tuner, TunerParams
-from cosim.workload.value import value_if_started
+from cosim.workload.value import zero_from
 from cosim.config import build
 from cosim.core.engine import EventQueue
 from cosim.errors import InputError, ProtocolError
@@ -363,6 +364,7 @@ class BatchScheduler:
         self._rank = None if order is None else order.rank
         self._drop = (config.drop_hopeless if config.drop_hopeless is not None
                       else order is not None and order.value_based)
+        self._drop_heap: list[tuple[int, int, Job]] = []  # (drop tick, id, job), queued jobs
         self.tuner: Tuner | None = None
         if config.adaptive != "off":
             self.tuner = Tuner(config.adaptive, build(TunerParams, config.tuner_params,
@@ -478,6 +480,10 @@ class BatchScheduler:
             else:  # last of its priority for now; the pass ranks the queue (`_rerank`)
                 key = (-job.priority, math.inf, job.id)
             i = bisect_right(self._qkeys, key)
+            if self._drop and job.value is not None:  # when it can no longer earn value
+                run = job.walltime if self.power is None else self.power.fastest_run(job)
+                heapq.heappush(self._drop_heap, (job.submit + zero_from(job.value) - run,
+                                                 job.id, job))
             self._keys[job.id] = key
             self._qkeys.insert(i, key)
             self._qjobs.insert(i, job)
@@ -674,15 +680,16 @@ class BatchScheduler:
         return out
 
     def _drop_hopeless(self, now: int) -> None:
-        """Drop the queued jobs whose value would be 0 even if they started now (under a
-        power cap: at the highest power they could get; in queue order;
-        `BatchConfig.drop_hopeless`)."""
-        power = self.power
-        for job in [j for j in self._qjobs if j.value is not None and (
-                value_if_started(j, now) == 0.0 if power is None else power.hopeless(j, now))]:
-            self._dequeue(job)
-            self.outcomes[job.id] = JobOutcome(job=job, start=None, end=now, hosts=(),
-                                               status="dropped")
+        """Drop the queued jobs whose value would be 0 even if they started now and ran for
+        their walltime (under a power cap: at the highest power they could get), by the
+        drop ticks noted at their submission (`BatchConfig.drop_hopeless`)."""
+        heap = self._drop_heap
+        while heap and heap[0][0] <= now:
+            _, jid, job = heapq.heappop(heap)
+            if jid in self._keys:  # still queued
+                self._dequeue(job)
+                self.outcomes[jid] = JobOutcome(job=job, start=None, end=now, hosts=(),
+                                                status="dropped")
 
     def _rerank(self, now: int) -> None:
         """Order the queue by the dynamic priority at `now`: ``(-priority, *rank, id)``. The

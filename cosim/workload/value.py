@@ -39,7 +39,8 @@ from cosim.core.clock import duration_problem, to_ticks
 from cosim.errors import InputError
 from cosim.workload.jobs import Job, JobOutcome
 
-__all__ = ["JobValue", "VALUE_KEYS", "DECAYS", "value_at", "value_if_started", "earned",
+__all__ = ["JobValue", "VALUE_KEYS", "DECAYS", "value_at", "value_if_started", "zero_from",
+           "earned",
            "value_params", "values_at",
            "value_from_pairs",
            "check_value_pairs", "read_values", "productivity"]
@@ -115,6 +116,14 @@ def values_at(params: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
         expo = v * np.exp(-np.log(v / u) * frac)
     mid = np.where(decay == 0, lin, np.where(decay == 1, expo, u))
     return np.where(e <= soft, v, np.where(e >= hard, 0.0, mid))
+
+
+def zero_from(value: JobValue) -> int:
+    """The elapsed ticks from which `value` is 0: its hard threshold, or just past its soft
+    one for a ``step`` decay to 0 (`value_at`)."""
+    if value.decay == "step" and value.u == 0.0:
+        return min(value.soft + 1, value.hard)
+    return value.hard
 
 
 def value_if_started(job: Job, now: int) -> float:
