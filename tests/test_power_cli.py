@@ -1,0 +1,133 @@
+"""Power caps from the command line: the options, the summary and files of a capped run,
+power_beta in the inputs, one-line errors for bad power input (exit 2, nothing written), and
+`cosim workload values`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cosim.cli import main
+from cosim.paths import PLATFORMS_DIR
+from cosim.workload.swf import read_swf
+from cosim.workload.value import read_values
+
+NODES = str(PLATFORMS_DIR / "kumbhare2048-nodes.toml")
+LINE = "{id} {submit} -1 {run} {n} -1 -1 {n} {wall} -1 1 -1 -1 {exe} -1 -1 -1 -1\n"
+
+
+def _swf(tmp_path, header="; CosimApp: 1 value=4 soft=2 hard=6 power_beta=0.5\n", n=30):
+    path = tmp_path / "p.swf"
+    path.write_text("; MaxNodes: 8\n" + header + "".join(
+        LINE.format(id=i, submit=7 * i, run=40 + 13 * i % 70, n=1 + i % 4,
+                    wall=60 + 13 * i % 90, exe=1 + i % 2) for i in range(1, n + 1)))
+    return path
+
+
+def test_a_capped_run_from_the_command_line(tmp_path, capsys):
+    swf = _swf(tmp_path)
+    out = tmp_path / "o"
+    assert main(["run", "--workload", str(swf), "--platform", NODES, "--hosts", "8",
+                 "--priority", "vpt", "--power-cap", "0.55", "--power-dynamic", "--out",
+                 str(out), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["batch"] == "greedy" and s["power_strategy"] == "best" and s["power_dynamic"]
+    assert s["power_cap_w"] == pytest.approx(0.55 * 8 * 230, abs=1e-3)
+    assert 0 < s["mean_power_w"] <= s["peak_power_w"] <= s["power_cap_w"]
+    assert s["energy_j"] > s["idle_energy_j"] == 0.0
+    assert s["energy_per_value"] == pytest.approx(s["energy_j"] / s["productivity"])
+    rows = (out / "jobs.csv").read_text().splitlines()
+    head = rows[0].split(",")
+    assert head[-3:] == ["value", "energy_j", "power"]
+    done = [r.split(",") for r in rows[1:] if ",completed," in r]
+    assert done and all(r[-1].split()[0].endswith(f"@{r[2]}") for r in done)
+    ran = [r.split(",") for r in rows[1:] if ",completed," in r or ",killed," in r]
+    assert sum(float(r[-2]) for r in ran) == pytest.approx(s["energy_j"], rel=1e-9)
+    # power_beta from the CosimApp line reached the jobs
+    assert {j.power_beta for j in read_swf(swf).jobs} == {0.5, None}
+
+
+def test_watts_and_fractions(tmp_path, capsys):
+    swf = _swf(tmp_path)
+    for cap, watts in (("1012W", 1012.0), ("1.012kW", 1012.0), ("0.55", 0.55 * 1840)):
+        assert main(["run", "--workload", str(swf), "--platform", NODES, "--hosts", "8",
+                     "--priority", "vpe", "--power-cap", cap, "--power-strategy", "uniform",
+                     "--out", str(tmp_path / cap), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["power_cap_w"] == pytest.approx(watts)
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["--power-cap", "1.5"], "field power-cap: a fraction of the machine's maximal power"),
+    (["--power-cap", "lots"], "field power-cap: expected a fraction (0.6) or watts"),
+    (["--power-cap", "100W"], "field power-cap: 100 W is below what one host needs"),
+    (["--power-strategy", "min"], "field power-cap: --power-strategy and --power-dynamic "
+     "need a power cap"),
+    (["--power-cap", "0.6", "--batch", "conservative", "--priority", "fcfs"],
+     "field batch: under a power cap the backfill policy must be greedy, easy or none"),
+    (["--power-cap", "0.6", "--platform", "ib256"], "field power: --power-cap needs a power "
+     "table"),
+])
+def test_bad_power_input_is_one_line(tmp_path, capsys, args, problem):
+    swf = _swf(tmp_path)
+    base = ["run", "--workload", str(swf), "--hosts", "8", "--out", str(tmp_path / "o")]
+    if "--platform" not in args:
+        base += ["--platform", NODES]
+    assert main(base + args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and problem in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_power_beta_names_the_line(tmp_path, capsys):
+    swf = _swf(tmp_path, "; CosimApp: 1 power_beta=1.5\n")
+    assert main(["run", "--workload", str(swf), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "p.swf:2: field power_beta: must be a number in [0, 1]" in err
+    csv = tmp_path / "v.csv"
+    csv.write_text("job_id,value,soft_s,hard_s,power_beta\n1,1,10,20,x\n")
+    assert main(["run", "--workload", str(_swf(tmp_path, "")), "--values", str(csv),
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "v.csv:2: field power_beta: not a number" in capsys.readouterr().err
+
+
+def test_app_jobs_under_a_cap_are_refused(tmp_path, capsys):
+    from cosim.paths import TRACES_DIR
+
+    assert main(["run", "--workload", str(TRACES_DIR / "esp-mandelbrot.swf"), "--platform",
+                 str(PLATFORMS_DIR / "kumbhare2048.toml"), "--hosts", "64", "--batch",
+                 "greedy", "--power-cap", "0.6", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a power cap needs trace jobs" in err[0]
+
+
+def test_the_sidecar_carries_power_beta(tmp_path, capsys):
+    swf = _swf(tmp_path, "")
+    csv = tmp_path / "v.csv"
+    csv.write_text("job_id,value,soft_s,hard_s,power_beta\n1,2,100,300,0.1\n2,3,50,60,\n")
+    betas = {}
+    values = read_values(csv, read_swf(swf).jobs, betas=betas)
+    assert betas == {1: 0.1} and set(values) == {1, 2}
+    assert main(["run", "--workload", str(swf), "--values", str(csv), "--platform", NODES,
+                 "--hosts", "8", "--priority", "vpt", "--power-cap", "0.7", "--out",
+                 str(tmp_path / "o"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["productivity"] > 0
+
+
+def test_cosim_workload_values(tmp_path, capsys):
+    swf = _swf(tmp_path, "")
+    out = tmp_path / "gen"
+    assert main(["workload", "values", str(swf), "--seed", "3", "--arrival-scale", "0.5",
+                 "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    scaled = out / "p-x0.5.swf"
+    assert str(scaled) in printed and (out / "values.csv").exists()
+    jobs = read_swf(scaled).jobs
+    before = [j.submit for j in read_swf(swf).jobs]
+    assert max(j.submit for j in jobs) == min(before) + (max(before) - min(before)) // 2
+    values = read_values(out / "values.csv", jobs)
+    assert set(values) == {j.id for j in jobs}
+    assert {v.v for v in values.values()} <= {1.0, 4.0, 16.0}
+    assert main(["workload", "values", str(swf), "--classes", "1:0.5,2:0.4", "-o",
+                 str(out)]) == 2
+    assert "field classes" in capsys.readouterr().err
