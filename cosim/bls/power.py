@@ -44,7 +44,7 @@ from cosim.bls.policies.value_order import scores
 from cosim.errors import InputError
 from cosim.platform.power import DEFAULT_BETA, WORK_PER_TICK, PowerModel, ticks_for, work_done
 from cosim.workload.jobs import Job
-from cosim.workload.value import value_at, value_params
+from cosim.workload.value import value_at
 
 __all__ = ["STRATEGIES", "MW_TICKS_PER_J", "PowerSettings", "PowerLedger", "PowerPass",
            "PowerTotals", "budget_mw", "reclaim", "redistribute", "totals"]
@@ -252,6 +252,8 @@ class PowerPass:
 
     def __init__(self, ledger: PowerLedger, now: int, jobs: Sequence[Job],
                  columns: QueueColumns | None = None, *, ranked: bool = False) -> None:
+        """`columns`: those of `jobs` (built when not given); `ranked`: the queue is ranked
+        by the metric (`rank_scores`)."""
         s = ledger.settings
         self.ledger = ledger
         self.available_mw = ledger.available_mw()
@@ -262,20 +264,17 @@ class PowerPass:
         K = len(levels)
         n = len(jobs)
         self.levels = ledger.levels
-        betas = [DEFAULT_BETA if j.power_beta is None else j.power_beta for j in jobs]
-        kinds = sorted(set(betas))  # few distinct betas: one table row each
-        table = np.array([ledger.multipliers(b) for b in kinds], dtype=np.int64)
-        if len(kinds) == 1:
-            self.mult = np.broadcast_to(table[0], (n, K))
-        else:
-            where = {b: i for i, b in enumerate(kinds)}
-            self.mult = table[[where[b] for b in betas]]
+        betas = np.where(np.isnan(q.power_beta), DEFAULT_BETA, q.power_beta)
+        kinds, where = np.unique(betas, return_inverse=True)  # few: one table row each
+        table = np.array([ledger.multipliers(float(b)) for b in kinds],
+                         dtype=np.int64).reshape(len(kinds), K)
+        self.mult = np.broadcast_to(table[0], (n, K)) if len(kinds) == 1 else table[where]
         self.hosts = q.hosts.copy()
         per_host = ledger.sockets * levels
         self.best = s.strategy == "best"
         rows = np.arange(n)
         if self.best:  # the metric at every level; the best level over all, ties: higher
-            self.metric = scores(s.metric, now, q, value_params(jobs), self.mult,
+            self.metric = scores(s.metric, now, q, q.params, self.mult,
                                  np.broadcast_to(per_host, self.mult.shape))
             self.pref = K - 1 - np.argmax(self.metric[:, ::-1], axis=1)
             # upto[i, k]: the best level of job i among 0..k (ties: the higher)
@@ -287,7 +286,7 @@ class PowerPass:
             self.pref = np.full(n, uniform_index(ledger) if k is None else k)
             self.metric = None
             if ranked:  # the metric at the strategy's level only
-                self._pref_score = scores(s.metric, now, q, value_params(jobs),
+                self._pref_score = scores(s.metric, now, q, q.params,
                                           self.mult[rows, self.pref], per_host[self.pref])
         self._lo, self._step = ledger.levels[0], (ledger.levels[1] - ledger.levels[0]
                                                   if K > 1 else 1)

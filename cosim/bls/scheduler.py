@@ -365,6 +365,8 @@ class BatchScheduler:
         self._drop = (config.drop_hopeless if config.drop_hopeless is not None
                       else order is not None and order.value_based)
         self._drop_heap: list[tuple[int, int, Job]] = []  # (drop tick, id, job), queued jobs
+        # the queue's columns are kept for dynamic orders and the power pass
+        self._columns = self._rank is not None or self.power is not None
         self.tuner: Tuner | None = None
         if config.adaptive != "off":
             self.tuner = Tuner(config.adaptive, build(TunerParams, config.tuner_params,
@@ -487,7 +489,7 @@ class BatchScheduler:
             self._keys[job.id] = key
             self._qkeys.insert(i, key)
             self._qjobs.insert(i, job)
-            if self._rank is not None:
+            if self._columns:
                 self._qcols.insert(i, job, self._seq)
                 self._seq += 1
             self._qstamp[0] += 1
@@ -650,8 +652,7 @@ class BatchScheduler:
             self._drop_hopeless(now)
         pp = None
         if self.power is not None and self._qjobs:
-            pp = PowerPass(self.power, now, self._qjobs,
-                           self._qcols if self._rank is not None else None,
+            pp = PowerPass(self.power, now, self._qjobs, self._qcols,
                            ranked=self._rank is not None)
         if self._rank is not None and self._qjobs:
             if pp is not None:  # each job ranked at the power it would get now
@@ -796,7 +797,7 @@ class BatchScheduler:
             raise ProtocolError(f"plan starts job {job.id}, which is not queued")
         i = bisect_left(self._qkeys, key)
         del self._qkeys[i], self._qjobs[i]
-        if self._rank is not None:
+        if self._columns:
             self._qcols.delete(i)
         self._qstamp[0] += 1
         if self._indexed:

@@ -41,7 +41,7 @@ from cosim.workload.jobs import Job, JobOutcome
 
 __all__ = ["JobValue", "VALUE_KEYS", "DECAYS", "value_at", "value_if_started", "zero_from",
            "earned",
-           "value_params", "values_at",
+           "value_params", "value_row", "values_at",
            "value_from_pairs",
            "check_value_pairs", "read_values", "productivity"]
 
@@ -94,12 +94,17 @@ def value_at(value: JobValue, elapsed: int) -> float:
 _NO_VALUE = (1.0, 0.0, math.inf, math.inf, 0.0)
 
 
+def value_row(job: Job) -> tuple[float, float, float, float, float]:
+    """`job`'s value curve as ``(v, u, soft, hard, decay)`` (`value_params`)."""
+    jv = job.value
+    return _NO_VALUE if jv is None else (jv.v, jv.u, jv.soft, jv.hard, DECAYS.index(jv.decay))
+
+
 def value_params(jobs: Sequence[Job]) -> np.ndarray:
     """The value curves of `jobs` as a float array of rows ``(v, u, soft, hard, decay)`` (the
     decay as its index in `DECAYS`; a job without a value: 1 that never decays), for
     `values_at`."""
-    rows = [_NO_VALUE if (jv := j.value) is None else
-            (jv.v, jv.u, jv.soft, jv.hard, DECAYS.index(jv.decay)) for j in jobs]
+    rows = [value_row(j) for j in jobs]
     return np.array(rows, dtype=np.float64).reshape(len(rows), 5)
 
 

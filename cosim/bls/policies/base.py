@@ -36,6 +36,7 @@ import numpy as np
 
 from cosim.core.indexset import IndexSet
 from cosim.workload.jobs import Job
+from cosim.workload.value import value_row
 
 __all__ = ["PassView", "PowerView", "QueueView", "QueueColumns", "Plan", "PriorityPolicy", "Tunables", "BackfillPolicy", "SelectionPolicy",
            "DynamicPolicy", "DynamicView", "ClusterView", "Start", "Shrink", "Expand",
@@ -100,10 +101,12 @@ class QueueColumns:
     value metric at the power it would get (`cosim.bls.power.PowerPass`); None otherwise."""
 
     FIELDS = ("submit", "walltime", "hosts", "priority", "id", "seq")
-    __slots__ = ("_buf", "n", "jobs", "score")
+    __slots__ = ("_buf", "_fbuf", "n", "jobs", "score")
 
     def __init__(self, capacity: int = 64, jobs: Sequence[Job] = ()) -> None:
         self._buf = np.zeros((len(self.FIELDS), max(capacity, 1)), dtype=np.int64)
+        # the value curves (`cosim.workload.value.value_params`) and power_beta (NaN: none)
+        self._fbuf = np.zeros((6, max(capacity, 1)), dtype=np.float64)
         self.n = 0
         self.jobs: Sequence[Job] = jobs
         self.score: np.ndarray | None = None
@@ -131,26 +134,47 @@ class QueueColumns:
     id = property(lambda self: self._col(4))
     seq = property(lambda self: self._col(5))
 
+    @property
+    def params(self) -> np.ndarray:
+        """The jobs' value curves, rows ``(v, u, soft, hard, decay)``
+        (`cosim.workload.value.value_params`)."""
+        view = self._fbuf[:5, :self.n].T
+        view.flags.writeable = False
+        return view
+
+    @property
+    def power_beta(self) -> np.ndarray:
+        """The jobs' ``power_beta`` (NaN where a job has none)."""
+        view = self._fbuf[5, :self.n]
+        view.flags.writeable = False
+        return view
+
     def insert(self, i: int, job: Job, seq: int) -> None:
         """Queue `job` at position `i`."""
-        n, b = self.n, self._buf
+        n, b, f = self.n, self._buf, self._fbuf
         if n == b.shape[1]:
             self._buf = b = np.concatenate((b, np.zeros_like(b)), axis=1)
+            self._fbuf = f = np.concatenate((f, np.zeros_like(f)), axis=1)
         if i < n:
             b[:, i + 1:n + 1] = b[:, i:n]
+            f[:, i + 1:n + 1] = f[:, i:n]
         b[:, i] = (job.submit, job.walltime, job.hosts, job.priority, job.id, seq)
+        f[:5, i] = value_row(job)
+        f[5, i] = np.nan if job.power_beta is None else job.power_beta
         self.n = n + 1
 
     def delete(self, i: int) -> None:
         """Remove the job at position `i`."""
-        n, b = self.n, self._buf
+        n, b, f = self.n, self._buf, self._fbuf
         if i < n - 1:
             b[:, i:n - 1] = b[:, i + 1:n]
+            f[:, i:n - 1] = f[:, i + 1:n]
         self.n = n - 1
 
     def permute(self, order: np.ndarray) -> None:
         """Reorder: position k gets the job at ``order[k]``."""
         self._buf[:, :self.n] = self._buf[:, order]
+        self._fbuf[:, :self.n] = self._fbuf[:, order]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

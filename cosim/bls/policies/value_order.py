@@ -24,7 +24,7 @@ import numpy as np
 
 from cosim.bls.policies.base import PriorityPolicy, QueueColumns, Tunables
 from cosim.workload.jobs import Job
-from cosim.workload.value import value_params, values_at
+from cosim.workload.value import values_at
 
 __all__ = ["VPT", "VPE", "METRICS", "scores"]
 
@@ -39,7 +39,7 @@ def scores(metric: str, now: int, queue: QueueColumns, params: np.ndarray,
     (n, k) for k power levels per job with `slowdown` (run-time factors in ppm; the run
     time is ``ceil(walltime x slowdown / 10^6)`` ticks) and `host_mw` (power per host,
     mW) of that shape; without them every job runs at full speed and VPE counts 1 per
-    host-tick. `params`: `cosim.workload.value.value_params` of the queue."""
+    host-tick. `params`: the queue's value curves (`QueueColumns.params`)."""
     wall = queue.walltime.astype(np.float64)
     if slowdown is not None:
         shape = (-1,) + (1,) * (np.ndim(slowdown) - 1)
@@ -58,7 +58,7 @@ def _ranker(metric: str):
     def rank(now: int, queue: QueueColumns, tunables: Tunables) -> tuple[np.ndarray, ...]:
         if queue.score is not None:  # under a power cap: at each job's level
             return -queue.score, queue.submit
-        return -scores(metric, now, queue, value_params(queue.jobs)), queue.submit
+        return -scores(metric, now, queue, queue.params), queue.submit
     return rank
 
 
