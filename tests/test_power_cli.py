@@ -63,8 +63,9 @@ def test_watts_and_fractions(tmp_path, capsys):
     (["--power-cap", "100W"], "field power-cap: 100 W is below what one host needs"),
     (["--power-strategy", "min"], "field power-cap: --power-strategy and --power-dynamic "
      "need a power cap"),
-    (["--power-cap", "0.6", "--batch", "conservative", "--priority", "fcfs"],
-     "field batch: under a power cap the backfill policy must be greedy, easy or none"),
+    (["--power-cap", "0.6", "--batch", "conservative", "--priority", "vpt"],
+     "field batch: --priority vpt ranks by decaying values"),
+    (["--power-cap", "0.6", "--rca", "yield"], "field power-cap: a power cap is not combined"),
     (["--power-cap", "0.6", "--platform", "ib256"], "field power: --power-cap needs a power "
      "table"),
 ])

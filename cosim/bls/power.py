@@ -161,15 +161,20 @@ class PowerLedger:
         return self.need_mw(hosts, self.start_level(hosts)) > \
             self.cap_mw - self.n_hosts * self.sockets * self.idle_mw
 
-    def fastest_run(self, job: Job) -> int:
-        """`job`'s walltime in ticks at the highest level it could ever get (p_max, or lower
-        when the cap cannot hold its hosts at p_max with the other hosts idle)."""
+    def top_index(self, hosts: int) -> int:
+        """The highest level index a job on `hosts` hosts could ever get: p_max, or lower
+        when the cap cannot hold its hosts at p_max with the other hosts idle."""
         room = self.cap_mw - self.n_hosts * self.sockets * self.idle_mw
         top = len(self.levels) - 1
-        while top > 0 and self.need_mw(job.hosts, self.levels[top]) > room:
+        while top > 0 and self.need_mw(hosts, self.levels[top]) > room:
             top -= 1
+        return top
+
+    def fastest_run(self, job: Job) -> int:
+        """`job`'s walltime in ticks at the highest level it could ever get (`top_index`)."""
         beta = DEFAULT_BETA if job.power_beta is None else job.power_beta
-        return ticks_for(job.walltime * WORK_PER_TICK, int(self.multipliers(beta)[top]))
+        return ticks_for(job.walltime * WORK_PER_TICK,
+                         int(self.multipliers(beta)[self.top_index(job.hosts)]))
 
     def available_mw(self) -> int:
         """The power left under the cap now."""
@@ -333,6 +338,13 @@ class PowerPass:
         """`job`'s walltime at `level` (mW per socket), in ticks."""
         k = self.levels.index(level)
         return ticks_for(job.walltime * WORK_PER_TICK, int(self.mult[self.rows[job.id], k]))
+
+    def reserve_level(self, job: Job) -> int:
+        """The level (mW per socket) a job is planned at when it cannot start now: its
+        strategy's (``best``: the best over all levels), at most the highest its hosts can
+        ever get under the cap."""
+        k = int(self.pref[self.rows[job.id]])
+        return self.levels[min(k, self.ledger.top_index(job.hosts))]
 
     def held_mw(self, job_id: int) -> int:
         """What running job `job_id` gives back to the budget when it ends."""

@@ -153,9 +153,9 @@ class BatchConfig:
     power_cap, power_cap_w:
         The system power cap (`cosim.bls.power`), as a fraction in (0, 1] of every host at
         p_max or in watts (at most one; None: no cap, no power management). It needs the
-        platform's power table (`BatchScheduler`'s `power`), trace jobs, and the ``none``,
-        ``greedy`` or ``easy`` backfill (power-aware EASY: `cosim.bls.policies.easy`;
-        power-aware conservative backfilling is not built).
+        platform's power table (`BatchScheduler`'s `power`) and trace jobs; the backfill
+        policies that plan power are ``none``, ``greedy``, ``easy`` and ``conservative``
+        (`cosim.bls.policies.easy.power_plan`, `cosim.bls.policies.conservative.power_plan`).
     power_strategy:
         The level a starting job gets: ``max``, ``min``, ``uniform`` or ``best`` (default).
     power_dynamic:
@@ -294,10 +294,10 @@ class BatchConfig:
                                                  and self.power_cap_w > 0):
             raise InputError(f"must be a positive number of watts, got {self.power_cap_w!r}",
                              field="power-cap")
-        if self.backfill not in ("none", "greedy", "easy"):
-            raise InputError(f"under a power cap the backfill policy must be greedy, easy or "
-                             f"none (fcfs): {self.backfill} plans hosts only (power-aware "
-                             "conservative backfilling is not built)", field="batch")
+        if self.backfill not in ("none", "greedy", "easy", "conservative"):
+            raise InputError(f"under a power cap the backfill policy must be greedy, easy, "
+                             f"conservative or none (fcfs): {self.backfill} plans hosts only",
+                             field="batch")
         if self.malleable != "none" or self.rca:
             raise InputError("a power cap is not combined with malleable policies or RCA "
                              "(power follows whole, fixed allocations)", field="power-cap")

@@ -194,7 +194,8 @@ class PowerView(Protocol):
     it cannot start in it; ``need_mw(job, level)``, what starting it at `level` takes from
     the budget; ``least_need_mw(job)``, that at the lowest level the strategy may give it;
     ``run_ticks(job, level)``, its walltime stretched at `level`; ``held_mw(job_id)``, what a
-    running job gives back to the budget when it ends."""
+    running job gives back to the budget when it ends; ``reserve_level(job)``, the level a job
+    that cannot start now is planned at."""
 
     available_mw: int
 
@@ -207,6 +208,8 @@ class PowerView(Protocol):
     def run_ticks(self, job: Job, level: int) -> int: ...
 
     def held_mw(self, job_id: int) -> int: ...
+
+    def reserve_level(self, job: Job) -> int: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

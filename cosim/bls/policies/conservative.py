@@ -28,6 +28,15 @@ reservations may then move later. The same happens when a reservation's time pas
 a pass (it waited for a job that then outlived its estimate). RCA: when a running job frees
 fewer hosts at its end than the schedule holds (it yielded hosts that were made lendable),
 the difference is free from now until that end, and the schedule is compressed as in 2.
+
+Under a power cap (`PassView.power`, `power_plan`) power is a second profile (milliwatts
+free over time: the power left now, each running job's given back at its expected end) and
+the schedule is planned afresh at every pass, in priority order: a job starts now, at the
+level its power strategy gives it within the power free now, if it fits in both profiles for
+its whole run (its walltime stretched at that level); else it is reserved at the first time
+both fit for its whole run at its strategy's level (`PowerView.reserve_level`). Planned
+afresh, a reservation may move later when the order or the estimates change (the guarantee
+of the memo above does not hold under a cap).
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ from cosim.bls.profile import Profile
 from cosim.errors import ProtocolError
 from cosim.workload.jobs import Job
 
-__all__ = ["POLICY", "plan"]
+__all__ = ["POLICY", "plan", "power_plan"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,6 +107,8 @@ def _rebuild(view: PassView) -> Plan:
 
 def plan(view: PassView) -> Plan:
     """One conservative pass (see the module docstring)."""
+    if view.power is not None:
+        return power_plan(view)
     now = view.now
     memo: Schedule | None = view.memo
     running = view.running
@@ -149,6 +160,44 @@ def plan(view: PassView) -> Plan:
         if job.id not in reserved:
             reserved[job.id] = _place(profile, job, now)
     return _finish(view, profile, reserved, known)
+
+
+def power_plan(view: PassView) -> Plan:
+    """One power-aware conservative pass (module docstring), planned afresh."""
+    power = view.power
+    assert power is not None
+    now = view.now
+    ends = [(expected_end(e, now), h, power.held_mw(jid)) for e, jid, h, _ in view.running]
+    hosts = Profile(now, view.free, [(e, h) for e, h, _ in ends])
+    watts = Profile(now, power.available_mw, [(e, w) for e, _, w in ends])
+    starts: list[Job] = []
+    levels: dict[int, int] = {}
+    reservations: dict[int, int] = {}
+    for job in view.queue:
+        level = power.level(job, watts.free_at(now))
+        if level is not None:  # it starts now if it fits now for its whole run
+            run, need = power.run_ticks(job, level), power.need_mw(job, level)
+            if hosts.earliest_fit(job.hosts, run, now) == now \
+                    and watts.earliest_fit(need, run, now) == now:
+                hosts.reserve(now, run, job.hosts)
+                watts.reserve(now, run, need)
+                starts.append(job)
+                levels[job.id] = level
+                continue
+        level = power.reserve_level(job)
+        run, need = power.run_ticks(job, level), power.need_mw(job, level)
+        t = now
+        while True:  # the first start at which both hosts and power fit for the whole run
+            t = hosts.earliest_fit(job.hosts, run, t)
+            u = watts.earliest_fit(need, run, t)
+            if u == t:
+                break
+            t = u
+        hosts.reserve(t, run, job.hosts)
+        watts.reserve(t, run, need)
+        reservations[job.id] = t
+    return Plan(starts=tuple(starts), reservations=reservations, power=levels,
+                wake_at=min(reservations.values(), default=None))
 
 
 POLICY = BackfillPolicy(name="conservative", summary="conservative: a reservation for every job",
