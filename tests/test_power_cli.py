@@ -132,3 +132,22 @@ def test_cosim_workload_values(tmp_path, capsys):
     assert main(["workload", "values", str(swf), "--classes", "1:0.5,2:0.4", "-o",
                  str(out)]) == 2
     assert "field classes" in capsys.readouterr().err
+
+
+def test_the_power_series_reaches_results_the_trace_and_a_plot(tmp_path, capsys):
+    from cosim.output.hdf5 import read_results
+
+    out = tmp_path / "o"
+    assert main(["run", "--workload", str(_swf(tmp_path)), "--platform", NODES, "--hosts",
+                 "8", "--priority", "vpt", "--power-cap", "0.6", "--power-dynamic", "--trace",
+                 "batch", "--plots", "--out", str(out), "--quiet"]) == 0
+    (run,) = read_results(out / "results.h5")
+    series = run.power_series
+    assert len(series) > 2 and series["watts"].max() == run.metrics["peak_power_w"]
+    assert (out / "power.png").stat().st_size > 0
+    otf2 = pytest.importorskip("otf2")
+    with otf2.reader.open(str(out / "trace" / "traces.otf2")) as trace:
+        samples = [ev for _, ev in trace.events if type(ev).__name__ == "Metric"
+                   and ev.metric.metric_class.members[0].name == "system power"]
+    assert [(ev.time, ev.values[0]) for ev in samples] == \
+        [(int(t), float(w)) for t, w in series.tolist()]

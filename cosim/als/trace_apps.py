@@ -323,7 +323,10 @@ class TraceApps:
             return  # it completes now: nothing left to re-time
         run.work = max(run.work - work_done(t - run.last, run.multiplier), 0)
         run.multiplier, run.last = cmd.slowdown_ppm, t
-        end = t + ticks_for(run.work, run.multiplier)
+        self._move_end(jid, run, t + ticks_for(run.work, run.multiplier))
+
+    def _move_end(self, jid: int, run: _Run | _Powered, end: int) -> None:
+        """Re-push the completion of job `jid` at `end` if it moved."""
         if end != run.end:
             self._events.cancel(self._pending[jid])
             self._pending[jid] = self._events.push(
@@ -395,12 +398,7 @@ class TraceApps:
         run.stall_end = max(run.stall_end, t + stall)
         self._set_speed(run, self._speed_counts(model, new))
         end = max(t, run.stall_end) + self._remaining_ticks(run)
-        if end != run.end:
-            self._events.cancel(self._pending[jid])
-            self._pending[jid] = self._events.push(
-                end, AppCompleted(time=end, job_id=jid), priority=AppCompleted.ORDER,
-                key=(jid,))
-            run.end = end
+        self._move_end(jid, run, end)
         if end == t:
             return  # a float model rounded what was left to 0 ticks: it completes now
         if isinstance(cmd, ShrinkApp):

@@ -38,7 +38,7 @@ from cosim.core.indexset import IndexSet
 from cosim.workload.jobs import Job
 from cosim.workload.value import value_row
 
-__all__ = ["PassView", "PowerView", "QueueView", "QueueColumns", "Plan", "PriorityPolicy", "Tunables", "BackfillPolicy", "SelectionPolicy",
+__all__ = ["PassView", "PowerView", "power_fit", "QueueView", "QueueColumns", "Plan", "PriorityPolicy", "Tunables", "BackfillPolicy", "SelectionPolicy",
            "DynamicPolicy", "DynamicView", "ClusterView", "Start", "Shrink", "Expand",
            "Exclude", "NoParams", "expected_end", "overran"]
 
@@ -210,6 +210,13 @@ class PowerView(Protocol):
     def held_mw(self, job_id: int) -> int: ...
 
     def reserve_level(self, job: Job) -> int: ...
+
+
+def power_fit(power: PowerView, job: Job, available_mw: int) -> tuple[int, int] | None:
+    """``(level, mW taken)`` of `job` starting within `available_mw`, or None when it does
+    not fit (`PowerView.level`)."""
+    level = power.level(job, available_mw)
+    return None if level is None else (level, power.need_mw(job, level))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,7 +5,7 @@ Under a power cap a job must also fit in the power left (`PassView.power`).
 
 from __future__ import annotations
 
-from cosim.bls.policies.base import BackfillPolicy, PassView, Plan
+from cosim.bls.policies.base import BackfillPolicy, PassView, Plan, power_fit
 
 __all__ = ["POLICY", "plan"]
 
@@ -21,11 +21,11 @@ def plan(view: PassView) -> Plan:
         if job.hosts > free:
             break
         if power is not None:
-            level = power.level(job, avail)
-            if level is None:
+            fit = power_fit(power, job, avail)
+            if fit is None:
                 break
-            avail -= power.need_mw(job, level)
-            levels[job.id] = level
+            levels[job.id], taken = fit
+            avail -= taken
         starts.append(job)
         free -= job.hosts
     return Plan(starts=tuple(starts), power=levels)
