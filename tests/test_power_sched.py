@@ -255,6 +255,35 @@ def test_the_hand_order_under_two_caps():
     assert [o.end for o in result.outcomes] == [40 * S, 80 * S]
 
 
+def test_the_hand_vpt_and_vpe_orders_under_two_caps():
+    """VP-3: four jobs queued at 0 on 4 idle hosts, two levels (60 and 115 W a socket), values
+    that do not decay yet, strategy best. beta 1 doubles the run time at 60 W, beta 0 keeps
+    it. Cap 920 W (everything fits): VPT = v/T at 115 W: J3 .15, J2 .12, J1 .08, J4 .05; VPE
+    = v / (hosts x 2 sockets x p x T), the best level each: J3 3/(230 x 20), J4 10/(120 x 200)
+    (at 60 W: beta 0), J1 8/(230 x 100), J2 6/(2 x 230 x 50). Cap 200 W: one-host jobs fit at
+    60 W only (J1 8/200, J3 3/40, J4 10/200), J2 (2 hosts) not at all: it ranks at its best
+    level over all (115 W: VPT .12, VPE as above)."""
+    from cosim.bls.power import PowerLedger, PowerPass, PowerSettings
+
+    model = PowerModel(step_w=55.0)
+    big = JobValue(v=1.0, soft=10**6 * S, hard=2 * 10**6 * S)
+    spec = ((8.0, 100, 1, 1.0), (6.0, 50, 2, 1.0), (3.0, 20, 1, 1.0), (10.0, 200, 1, 0.0))
+    jobs = [Job(id=i + 1, submit=0, hosts=n, pes=n, walltime=t * S, runtime=t * S,
+                value=JobValue(v=v, soft=big.soft, hard=big.hard), power_beta=b)
+            for i, (v, t, n, b) in enumerate(spec)]
+    expect = {("vpt", 920): [3, 2, 1, 4], ("vpt", 200): [2, 3, 4, 1],
+              ("vpe", 920): [3, 4, 1, 2], ("vpe", 200): [3, 4, 1, 2]}
+    for (metric, cap_w), order in expect.items():
+        ledger = PowerLedger(PowerSettings(model=model, n_hosts=4, cap_mw=cap_w * 1000,
+                                           metric=metric))
+        got = PowerPass(ledger, 0, jobs, ranked=True).rank_scores()
+        assert [jobs[i].id for i in np.argsort(-got, kind="stable")] == order, metric
+    ledger = PowerLedger(PowerSettings(model=model, n_hosts=4, cap_mw=200_000, metric="vpe"))
+    got = PowerPass(ledger, 0, jobs, ranked=True).rank_scores()
+    assert got.tolist() == [8 / (1 * 120_000 * 200 * S), 6 / (2 * 230_000 * 50 * S),
+                            3 / (1 * 120_000 * 40 * S), 10 / (1 * 120_000 * 200 * S)]
+
+
 def _reclaim_case(value: float, cap_w: float, dynamic: bool = True):
     """Jobs 1 and 2 run at p_max from 0 (beta 1, 100 s); job 1 finishes long before its
     soft threshold at any power (a free donor), job 2 right at it (any slowdown costs it
