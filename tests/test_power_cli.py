@@ -80,6 +80,16 @@ def test_bad_power_input_is_one_line(tmp_path, capsys, args, problem):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_power_table_in_the_trace(tmp_path, capsys):
+    swf = _swf(tmp_path, "; CosimApp: 1 power_table=60:2,115:1\n")
+    jobs = {j.id: j for j in read_swf(swf).jobs}
+    assert jobs[2].power_table == ((60.0, 2.0), (115.0, 1.0)) and jobs[1].power_table is None
+    bad = _swf(tmp_path, "; CosimApp: 1 power_table=60:1,115:2\n")
+    assert main(["run", "--workload", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "p.swf:2: field power_table: watts must rise and slowdowns must not" in \
+        capsys.readouterr().err
+
+
 def test_bad_power_beta_names_the_line(tmp_path, capsys):
     swf = _swf(tmp_path, "; CosimApp: 1 power_beta=1.5\n")
     assert main(["run", "--workload", str(swf), "--out", str(tmp_path / "o")]) == 2

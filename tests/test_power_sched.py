@@ -65,8 +65,10 @@ def _random_jobs(draw_ints, n, hosts, valued):
             v = float(1 + draw_ints[5 * i + 4] % 16)
             soft = wall * (1 + draw_ints[5 * i + 4] % 3)
             value = JobValue(v=v, soft=soft, hard=soft + wall * (1 + draw_ints[5 * i] % 4))
+        table = ((60.0, 1.9), (90.0, 1.3), (115.0, 1.0)) if i % 7 == 3 else None
         jobs.append(Job(id=i + 1, submit=t, hosts=h, pes=h, walltime=wall, runtime=run,
-                        value=value, power_beta=(draw_ints[5 * i + 2] % 11) / 10))
+                        value=value, power_beta=(draw_ints[5 * i + 2] % 11) / 10,
+                        power_table=table))
     return jobs
 
 
@@ -96,12 +98,11 @@ def _check_run(jobs, result, config, n_hosts, model=MODEL):
         energy_total += energy
         # the end follows from the segments: the progress model, recomputed
         # (and the walltime kill counts nominal work the same way)
-        beta = 0.8 if job.power_beta is None else job.power_beta
 
         def finish(ticks):
             work = ticks * WORK_PER_TICK
             for k, (t, mw) in enumerate(o.power):
-                m = model.multiplier_ppm(mw / 1000, beta)
+                m = model.curve_multiplier_ppm(mw / 1000, job.power_curve)
                 if k + 1 == len(o.power):
                     return t + ticks_for(work, m)
                 work = max(work - work_done(o.power[k + 1][0] - t, m), 0)
@@ -345,3 +346,26 @@ def test_jobs_the_cap_can_never_hold_are_rejected():
     r = simulate_batch(jobs, n_hosts=4, power=MODEL, config=BatchConfig(
         backfill="greedy", power_cap=0.6, power_strategy="max"))
     assert [o.status for o in r.outcomes] == ["rejected", "completed"]
+
+
+def test_a_measured_table_instead_of_the_beta_model():
+    """A (watts, slowdown) table is interpolated linearly and wins over power_beta; a job
+    with one runs as its table says (its end from its segments)."""
+    from cosim.platform.power import parse_table, table_slowdown
+
+    table = parse_table("60:2,90:1.4,115:1")
+    assert table == ((60.0, 2.0), (90.0, 1.4), (115.0, 1.0))
+    assert [table_slowdown(table, w) for w in (50, 60, 75, 90, 102.5, 115, 120)] == \
+        [2.0, 2.0, 1.7, 1.4, 1.2, 1.0, 1.0]
+    for bad in ("60:2,60:1", "60:1,115:2", "60:0.5,115:1", "60", "a:b"):
+        with pytest.raises(ValueError):
+            parse_table(bad)
+    job = Job(id=1, submit=0, hosts=1, pes=1, walltime=100 * S, runtime=100 * S,
+              power_beta=0.0, power_table=table)
+    assert job.power_curve == table
+    r = simulate_batch([job], n_hosts=4, power=MODEL, config=BatchConfig(
+        backfill="greedy", power_cap_w=(3 * 120 + 150) * 1.0, power_strategy="uniform"))
+    (o,) = r.outcomes
+    # uniform: 510 W / 8 sockets = 63.75 W -> 60 W: slowdown 2 (beta 0 would give 1)
+    assert o.power == ((0, 60_000),) and o.end == 200 * S
+

@@ -10,7 +10,8 @@ nothing. The level a starting job gets is the *power strategy*'s (`STRATEGIES`):
 hosts, clamped to the grid) or ``best`` (the level, among those that fit in the power left,
 that maximises the metric of the order: VPT or VPE, VPT for other orders; ties to the higher
 level). A job's run time at a level follows the power model's beta-model
-(`PowerModel.multiplier_ppm`, the job's ``power_beta``); the ledger counts each running job's
+(`PowerModel.curve_multiplier_ppm`, the job's ``power_beta``, or its measured
+``power_table``); the ledger counts each running job's
 nominal *walltime* work (integer millionths of a tick), so its estimated end, and its
 walltime kill, move with every change (the kill counts nominal work: a job slowed by a low
 cap is not killed for it). Energy is the allocated cap times the time held, per job (its
@@ -42,7 +43,7 @@ import numpy as np
 from cosim.bls.policies.base import QueueColumns
 from cosim.bls.policies.value_order import scores
 from cosim.errors import InputError
-from cosim.platform.power import DEFAULT_BETA, WORK_PER_TICK, PowerModel, ticks_for, work_done
+from cosim.platform.power import WORK_PER_TICK, PowerCurve, PowerModel, ticks_for, work_done
 from cosim.workload.jobs import Job
 from cosim.workload.value import value_at
 
@@ -96,14 +97,15 @@ class PowerSettings:
 
 
 class _Held:
-    """A running job's power: its `level` index, `multiplier` (ppm), the nominal walltime
-    `work` left (millionths of a tick) as of tick `last`, and its segments (tick, mW)."""
+    """A running job's power: its power `curve`, its `level` index, `multiplier` (ppm), the
+    nominal walltime `work` left (millionths of a tick) as of tick `last`, and its segments
+    (tick, mW)."""
 
-    __slots__ = ("job", "hosts", "beta", "level", "multiplier", "work", "last", "segments")
+    __slots__ = ("job", "hosts", "curve", "level", "multiplier", "work", "last", "segments")
 
-    def __init__(self, job: Job, hosts: int, beta: float, level: int, multiplier: int,
+    def __init__(self, job: Job, hosts: int, curve: PowerCurve, level: int, multiplier: int,
                  now: int, level_mw: int) -> None:
-        self.job, self.hosts, self.beta = job, hosts, beta
+        self.job, self.hosts, self.curve = job, hosts, curve
         self.level, self.multiplier = level, multiplier
         self.work = job.walltime * WORK_PER_TICK
         self.last = now
@@ -129,15 +131,16 @@ class PowerLedger:
         self.jobs_energy = 0  # mW x ticks of the jobs ended
         self.peak_mw = 0
         self._t: int | None = None
-        self._mult: dict[float, np.ndarray] = {}
+        self._mult: dict[PowerCurve, np.ndarray] = {}
 
     # -- the model ----------------------------------------------------------------------
-    def multipliers(self, beta: float) -> np.ndarray:
-        """The run-time factor (ppm) of an app of `beta` at each level."""
-        got = self._mult.get(beta)
+    def multipliers(self, curve: PowerCurve) -> np.ndarray:
+        """The run-time factor (ppm) at each level of an app of power `curve` (its beta, or
+        its table; None: the default beta)."""
+        got = self._mult.get(curve)
         if got is None:
-            got = self._mult[beta] = np.array(
-                [self.model.multiplier_ppm(lv / 1000, beta) for lv in self.levels],
+            got = self._mult[curve] = np.array(
+                [self.model.curve_multiplier_ppm(lv / 1000, curve) for lv in self.levels],
                 dtype=np.int64)
         return got
 
@@ -172,9 +175,8 @@ class PowerLedger:
 
     def fastest_run(self, job: Job) -> int:
         """`job`'s walltime in ticks at the highest level it could ever get (`top_index`)."""
-        beta = DEFAULT_BETA if job.power_beta is None else job.power_beta
         return ticks_for(job.walltime * WORK_PER_TICK,
-                         int(self.multipliers(beta)[self.top_index(job.hosts)]))
+                         int(self.multipliers(job.power_curve)[self.top_index(job.hosts)]))
 
     def available_mw(self) -> int:
         """The power left under the cap now."""
@@ -198,10 +200,10 @@ class PowerLedger:
         """`job` starts on its hosts at `level_mw` per socket: (its multiplier, its estimated
         end)."""
         k = self.levels.index(level_mw)
-        beta = DEFAULT_BETA if job.power_beta is None else job.power_beta
-        mult = int(self.multipliers(beta)[k])
+        curve = job.power_curve
+        mult = int(self.multipliers(curve)[k])
         self._advance(now)
-        held = self.held[job.id] = _Held(job, job.hosts, beta, k, mult, now, level_mw)
+        held = self.held[job.id] = _Held(job, job.hosts, curve, k, mult, now, level_mw)
         self.busy_hosts += job.hosts
         self.draw_mw += self.need_mw(job.hosts, level_mw)
         self._record(now)
@@ -215,7 +217,7 @@ class PowerLedger:
         self.draw_mw += held.hosts * self.sockets * (level_mw - self.levels[held.level])
         held.work = max(held.work - work_done(now - held.last, held.multiplier), 0)
         held.last = now
-        held.level, held.multiplier = k, int(self.multipliers(held.beta)[k])
+        held.level, held.multiplier = k, int(self.multipliers(held.curve)[k])
         held.segments.append((now, level_mw))
         self._record(now)
         return held.multiplier, now + ticks_for(held.work, held.multiplier)
@@ -239,7 +241,7 @@ class PowerLedger:
         """When a running job would end (by its walltime) going to level index `level` now."""
         held = self.held[job_id]
         left = max(held.work - work_done(now - held.last, held.multiplier), 0)
-        return now + ticks_for(left, int(self.multipliers(held.beta)[level]))
+        return now + ticks_for(left, int(self.multipliers(held.curve)[level]))
 
 
 def uniform_index(ledger: PowerLedger) -> int:
@@ -269,9 +271,8 @@ class PowerPass:
         K = len(levels)
         n = len(jobs)
         self.levels = ledger.levels
-        betas = np.where(np.isnan(q.power_beta), DEFAULT_BETA, q.power_beta)
-        kinds, where = np.unique(betas, return_inverse=True)  # few: one table row each
-        table = np.array([ledger.multipliers(float(b)) for b in kinds],
+        kinds, where = np.unique(q.curve_ids, return_inverse=True)  # few: a table row each
+        table = np.array([ledger.multipliers(q.curves[k]) for k in kinds.tolist()],
                          dtype=np.int64).reshape(len(kinds), K)
         self.mult = np.broadcast_to(table[0], (n, K)) if len(kinds) == 1 else table[where]
         self.hosts = q.hosts.copy()

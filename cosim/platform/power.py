@@ -17,7 +17,9 @@ millionths of a nominal tick), so run times are deterministic: the end tick of a
 cap is ``start + ceil(T_nom x m / 10^6)``, and a cap changed at t first counts the work done
 since the last change at the old multiplier. `p_idle_w` is what an idle socket draws (0 by default: the seed
 counts only the compute units in the budget). Energy at a constant cap: ``E = hosts x
-sockets x p x T(p)``. The model never goes below p_min (no forced idleness).
+sockets x p x T(p)``. The model never goes below p_min (no forced idleness). An app may
+instead give a measured table of (watts, slowdown) points (`parse_table`,
+`table_slowdown`: linear between them, as Kumbhare et al. interpolate theirs).
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from dataclasses import dataclass
 
 from cosim.errors import InputError
 
-__all__ = ["PowerModel", "DEFAULT_BETA", "NOMINAL_PPM", "WORK_PER_TICK", "work_done",
-           "ticks_for"]
+__all__ = ["PowerModel", "PowerCurve", "DEFAULT_BETA", "NOMINAL_PPM", "WORK_PER_TICK",
+           "work_done", "ticks_for", "parse_table", "table_slowdown"]
 
 #: the compute-boundedness of an app without its own (spec §2.7)
 DEFAULT_BETA = 0.8
@@ -135,10 +137,54 @@ class PowerModel:
         """`slowdown` in integer parts per million (rounded)."""
         return round(self.slowdown(p_w, beta) * 1_000_000)
 
+    def curve_multiplier_ppm(self, p_w: float, curve: PowerCurve) -> int:
+        """The run-time factor (ppm) at `p_w` of an app's power `curve`: a beta (the
+        beta-model; None: `DEFAULT_BETA`) or a measured table (`table_slowdown`)."""
+        if isinstance(curve, tuple):
+            return round(table_slowdown(curve, p_w) * 1_000_000)
+        return self.multiplier_ppm(p_w, DEFAULT_BETA if curve is None else curve)
+
     def energy_j(self, hosts: int, p_w: float, nominal_s: float,
                  beta: float = DEFAULT_BETA) -> float:
         """Energy of a job on `hosts` hosts at a constant cap: hosts x sockets x p x T(p)."""
         return hosts * self.sockets * p_w * nominal_s * self.slowdown(p_w, beta)
+
+
+#: an app's response to a power cap: its beta (None: the default), or a table of (watts per
+#: socket, slowdown) points
+PowerCurve = float | tuple[tuple[float, float], ...] | None
+
+
+def parse_table(text: str) -> tuple[tuple[float, float], ...]:
+    """``60:2.1,85:1.4,115:1`` -> ((60.0, 2.1), (85.0, 1.4), (115.0, 1.0)): (watts per socket,
+    run-time factor) points, watts strictly ascending, factors >= 1 and not rising with the
+    watts; ValueError naming the problem."""
+    points = []
+    for item in text.split(","):
+        w, sep, f = item.partition(":")
+        try:
+            points.append((float(w), float(f)))
+        except ValueError:
+            raise ValueError(f"expected watts:slowdown pairs such as 60:2,115:1, got "
+                             f"{text!r}") from None
+        if not sep:
+            raise ValueError(f"expected watts:slowdown pairs such as 60:2,115:1, got {text!r}")
+    if not all(math.isfinite(w) and w > 0 and math.isfinite(f) and f >= 1 for w, f in points):
+        raise ValueError(f"watts must be > 0 and slowdowns >= 1, got {text!r}")
+    if any(b[0] <= a[0] or b[1] > a[1] for a, b in zip(points, points[1:])):
+        raise ValueError(f"watts must rise and slowdowns must not, got {text!r}")
+    return tuple(points)
+
+
+def table_slowdown(points: tuple[tuple[float, float], ...], p_w: float) -> float:
+    """The run-time factor at `p_w` of a (watts, slowdown) table: linear between its points,
+    its first (last) factor below (above) them (Kumbhare et al. interpolate measurements)."""
+    if p_w <= points[0][0]:
+        return points[0][1]
+    for (w0, f0), (w1, f1) in zip(points, points[1:]):
+        if p_w <= w1:
+            return f0 + (f1 - f0) * (p_w - w0) / (w1 - w0)
+    return points[-1][1]
 
 
 def _mw(watts: float) -> int:

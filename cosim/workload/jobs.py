@@ -22,7 +22,8 @@ runs; ``evolving`` jobs would ask for changes themselves — no policy acts on s
 `cosim.workload.value.JobValue`, None when the workload gives none) is what the job earns
 as a function of its completion time (value- and power-aware scheduling); `power_beta` (in
 [0, 1], None: the power model's default) how much its run time stretches at a lower power
-cap (`cosim.platform.power`).
+cap (`cosim.platform.power`), or `power_table` the measured (watts per socket, slowdown)
+points that say it instead.
 `JobOutcome` is what a simulation made of a job.
 """
 
@@ -73,6 +74,7 @@ class Job:
     model: RuntimeModel = IDEAL
     value: JobValue | None = None
     power_beta: float | None = None
+    power_table: tuple[tuple[float, float], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.power_beta is not None and not 0.0 <= self.power_beta <= 1.0:
@@ -107,6 +109,12 @@ class Job:
     def resizable(self) -> bool:
         """True if the batch level may shrink and expand the job while it runs."""
         return self.kind in RESIZABLE
+
+    @property
+    def power_curve(self) -> float | tuple[tuple[float, float], ...] | None:
+        """How its run time answers a power cap (`cosim.platform.power.PowerCurve`): its
+        `power_table` if it has one, else its `power_beta` (None: the model's default)."""
+        return self.power_table if self.power_table is not None else self.power_beta
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

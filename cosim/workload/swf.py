@@ -52,7 +52,8 @@ jobs a value (`cosim.workload.value`; never in ``app_params``): ``value=``, ``va
 ``soft=``/``hard=`` (multiples of each job's requested time, or seconds as ``3600s``) and
 ``decay=linear|exp|step``; a threshold pair that fails for a job (``soft > hard``) names
 the job (``field CosimApp``); ``power_beta=`` in [0, 1] is how much the jobs slow down
-under a power cap (`cosim.platform.power`). A bad comment
+under a power cap (`cosim.platform.power`), or ``power_table=60:2,85:1.4,115:1`` the
+measured (watts per socket, slowdown) points that say it instead. A bad comment
 raises `InputError` ``FILE:LINE: field KEY: problem`` (``field CosimApp`` for its syntax and
 the keys of (5)). Jobs are returned sorted by ``(submit, id)``.
 """
@@ -78,6 +79,7 @@ from cosim.errors import InputError
 from cosim.workload.jobs import CATEGORY_CHARS, KINDS, Job
 from cosim.workload.marking import MARKABLE_KINDS, decimal_text, pe_bounds
 from cosim.workload.runtime_models import IDEAL, RuntimeModel, model_from_pairs
+from cosim.platform.power import parse_table
 from cosim.workload.value import VALUE_KEYS, check_value_pairs, value_from_pairs
 
 __all__ = [
@@ -144,6 +146,7 @@ class AppInfo:
     params: tuple[tuple[str, str], ...] = ()
     value: tuple[tuple[str, str], ...] = ()  # the job value keys (`cosim.workload.value`)
     power_beta: float | None = None  # the jobs' compute-boundedness (`cosim.platform.power`)
+    power_table: tuple[tuple[float, float], ...] | None = None  # ... or measured points
     kind: Literal["rigid", "moldable", "malleable", "evolving"] = "rigid"
     min_pes: int = 0
     max_pes: int = 0
@@ -442,6 +445,12 @@ def parse_cosim_app(value: str, *, file: str | None = None,
         if not 0.0 <= beta_f <= 1.0:
             raise InputError(f"must be a number in [0, 1], got {beta!r}", file=file, line=line,
                              field="power_beta")
+    table = info.pop("power_table", None)
+    if table is not None:
+        try:
+            table_points = parse_table(table)
+        except ValueError as exc:
+            raise InputError(str(exc), file=file, line=line, field="power_table") from None
     value = {k: info.pop(k) for k in VALUE_KEYS if k in info}
     if value:  # what the jobs' requested times do not decide is checked now
         try:
@@ -466,7 +475,9 @@ def parse_cosim_app(value: str, *, file: str | None = None,
     return int(tokens[0]), AppInfo(category=category, app=app, priority=int(prio),
                                    exclusion_ok=excl == "1", params=tuple(info.items()),
                                    value=tuple(value.items()), model=model,
-                                   power_beta=None if beta is None else beta_f, **bounds)
+                                   power_beta=None if beta is None else beta_f,
+                                   power_table=None if table is None else table_points,
+                                   **bounds)
 
 
 def _positive_number(text: str) -> bool:
@@ -733,7 +744,7 @@ def _with_app(job: Job, apps: dict[int, tuple[AppInfo, int]], path: str) -> Job:
                                priority=info.priority, exclusion_ok=info.exclusion_ok,
                                app_params=dict(info.params), kind=info.kind, min_pes=lo,
                                max_pes=hi, model=info.model, value=value,
-                               power_beta=info.power_beta)
+                               power_beta=info.power_beta, power_table=info.power_table)
 
 
 def _bounds_key(info: AppInfo) -> str:

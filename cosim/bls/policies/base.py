@@ -101,12 +101,14 @@ class QueueColumns:
     value metric at the power it would get (`cosim.bls.power.PowerPass`); None otherwise."""
 
     FIELDS = ("submit", "walltime", "hosts", "priority", "id", "seq")
-    __slots__ = ("_buf", "_fbuf", "n", "jobs", "score")
+    __slots__ = ("_buf", "_fbuf", "n", "jobs", "score", "curves", "_curve_id")
 
     def __init__(self, capacity: int = 64, jobs: Sequence[Job] = ()) -> None:
         self._buf = np.zeros((len(self.FIELDS), max(capacity, 1)), dtype=np.int64)
-        # the value curves (`cosim.workload.value.value_params`) and power_beta (NaN: none)
+        # the value curves (`cosim.workload.value.value_params`) and the power curve's index
         self._fbuf = np.zeros((6, max(capacity, 1)), dtype=np.float64)
+        self.curves: list[Any] = []  # the distinct `Job.power_curve`s seen, by index
+        self._curve_id: dict[Any, int] = {}
         self.n = 0
         self.jobs: Sequence[Job] = jobs
         self.score: np.ndarray | None = None
@@ -143,11 +145,9 @@ class QueueColumns:
         return view
 
     @property
-    def power_beta(self) -> np.ndarray:
-        """The jobs' ``power_beta`` (NaN where a job has none)."""
-        view = self._fbuf[5, :self.n]
-        view.flags.writeable = False
-        return view
+    def curve_ids(self) -> np.ndarray:
+        """Each job's power curve (`Job.power_curve`) as an index into `curves`."""
+        return self._fbuf[5, :self.n].astype(np.int64)
 
     def insert(self, i: int, job: Job, seq: int) -> None:
         """Queue `job` at position `i`."""
@@ -160,7 +160,12 @@ class QueueColumns:
             f[:, i + 1:n + 1] = f[:, i:n]
         b[:, i] = (job.submit, job.walltime, job.hosts, job.priority, job.id, seq)
         f[:5, i] = value_row(job)
-        f[5, i] = np.nan if job.power_beta is None else job.power_beta
+        curve = job.power_curve
+        cid = self._curve_id.get(curve)
+        if cid is None:
+            cid = self._curve_id[curve] = len(self.curves)
+            self.curves.append(curve)
+        f[5, i] = cid
         self.n = n + 1
 
     def delete(self, i: int) -> None:
