@@ -212,8 +212,10 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
                              skipped=workload.skipped_ids, betas=betas)
 
         def valued(jobs: tuple) -> tuple:
-            return tuple(replace(j, value=values[j.id], power_beta=betas.get(
-                j.id, j.power_beta)) if j.id in values else j for j in jobs)
+            return tuple((replace(j, value=values[j.id], power_beta=betas[j.id],
+                                  power_table=None)  # the sidecar's beta wins
+                          if j.id in betas else replace(j, value=values[j.id]))
+                         if j.id in values else j for j in jobs)
 
         workload = replace(workload, jobs=valued(workload.jobs),
                            rejected=valued(workload.rejected))

@@ -230,15 +230,15 @@ def _print(rows: list[dict], names: list[str], caps: list[float], scaling: dict)
         before, factor, hosts = scaling[name]
         print(f"{name} on {hosts} nodes: offered load {before:.3f}, arrivals scaled by "
               f"{factor:.3f}")
-    print(f"{'trace':<8}{'alg':<5}{'variant':<9}" + "".join(f"{c:>10.0%}" for c in caps)
-          + "   (normalised productivity / completion rate, means over the seeds)")
+    print("normalised productivity / completion rate, means over the seeds, per cap:")
+    print(f"{'trace':<8}{'alg':<5}{'variant':<9}" + "".join(f"{c:>12.0%}" for c in caps))
     by = {(r["trace"], r["algorithm"], r["variant"], r["cap"]): r for r in rows}
     for name in names:
         for algo in ALGORITHMS:
             for variant in VARIANTS:
                 cells = [by[name, algo, variant, c] for c in caps]
                 print(f"{name:<8}{algo:<5}{variant:<9}" + "".join(
-                    f"{r['normalized_productivity']:>5.3f}/{r['completion_rate']:<4.2f}"
+                    f"  {r['normalized_productivity']:.3f}/{r['completion_rate']:.3f}"
                     for r in cells))
     print("dynamic vs its static variant (best) and vs the best static strategy at each cap "
           "(productivity, completed jobs):")
@@ -268,8 +268,8 @@ def _figure(out: Path, names: list[str], caps: list[float], rows: list[dict]) ->
                    title=f"{name}: {algo.upper()}")
             ax.grid(True, alpha=0.3)
         axes[i][0].legend(fontsize="small")
-    fig.suptitle("value- and power-aware scheduling: static strategies and dynamic power "
-                 "management under a power cap (means over the value seeds, ± sd)")
+    fig.suptitle("static power strategies and dynamic power management under a cap\n"
+                 "(means over the value seeds, ± sd)")
     fig.tight_layout()
     with atomic_open(out / "value_power.png", "wb") as fh:
         fig.savefig(fh, format="png", dpi=100)

@@ -55,7 +55,8 @@ def test_the_shipped_platform_has_the_table():
     ("p_min_w = 60.0001", "field power.p_min_w: must be a whole number of milliwatts"),
     ("f_min_ratio = 1.0", "field power.f_min_ratio: f_min_ratio ** alpha = 1 leaves no"),
     ("alpha = 2000.0", "field power.f_min_ratio: f_min_ratio ** alpha = 0 leaves no"),
-    ("p_idle_w = 500.0", "field power.p_idle_w: must be in [0, p_max_w]"),
+    ("p_idle_w = 500.0", "field power.p_idle_w: must be in [0, p_min_w]"),
+    ("p_idle_w = 70.0", "field power.p_idle_w: must be in [0, p_min_w]"),
 ])
 def test_bad_power_tables(tmp_path, table, problem):
     path = tmp_path / "p.toml"

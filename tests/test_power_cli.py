@@ -112,6 +112,16 @@ def test_app_jobs_under_a_cap_are_refused(tmp_path, capsys):
     assert len(err) == 1 and "a power cap needs trace jobs" in err[0]
 
 
+def test_the_sidecars_beta_wins_over_a_traces_table(tmp_path, capsys):
+    from cosim.experiment import RunOptions, prepare
+
+    swf = _swf(tmp_path, "; CosimApp: 2 power_table=60:2,115:1\n")
+    csv = tmp_path / "v.csv"
+    csv.write_text("job_id,value,soft_s,hard_s,power_beta\n1,2,100,300,0.1\n")
+    jobs = {j.id: j for j in prepare(RunOptions(workload=str(swf), values=str(csv))).workload.jobs}
+    assert jobs[1].power_curve == 0.1 and jobs[3].power_curve == ((60.0, 2.0), (115.0, 1.0))
+
+
 def test_the_sidecar_carries_power_beta(tmp_path, capsys):
     swf = _swf(tmp_path, "")
     csv = tmp_path / "v.csv"

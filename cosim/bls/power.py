@@ -23,8 +23,10 @@ Dynamic power management (`PowerSettings.dynamic`, spec §2.6) runs after each p
 in the power left, one grid step at a time from the donors that lose the least value per
 watt (ties: the lower VPT, then the job id; a step that would push a donor's completion to
 its hard threshold is never taken), first at the strategy's level for the job, then one
-step lower each time the donors cannot cover it, down to p_min; it is committed only when
-the job's value exceeds the value the donors lose. *Redistribute* gives the power left, when
+step lower each time the donors cannot cover it or the job's value does not exceed the value
+they lose, down to p_min (cosim's reading of §2.6: a job that fits at a lower level without
+donors starts there, whatever its strategy); a queued job that fits in the power freed so
+far starts too. *Redistribute* gives the power left, when
 no queued job fits in the free hosts, to running jobs in grid steps: the largest value gain
 per watt first (ties: the earliest hard threshold, then the id), then, without gain, the
 earliest-ending first. Predictions use requested times only (the scheduler never reads run
@@ -218,7 +220,10 @@ class PowerLedger:
         held.work = max(held.work - work_done(now - held.last, held.multiplier), 0)
         held.last = now
         held.level, held.multiplier = k, int(self.multipliers(held.curve)[k])
-        held.segments.append((now, level_mw))
+        if held.segments[-1][0] == now:  # changed twice at one tick: the last level counts
+            held.segments[-1] = (now, level_mw)
+        else:
+            held.segments.append((now, level_mw))
         self._record(now)
         return held.multiplier, now + ticks_for(held.work, held.multiplier)
 
@@ -405,8 +410,12 @@ def reclaim(ledger: PowerLedger, pp: PowerPass, queue: Sequence[Job], free_hosts
         if job.hosts > free_hosts:
             continue
         i = pp.rows[job.id]
-        if pp.level_index(i, avail) is not None:
-            continue  # it fits without reclaiming (a later pass starts it)
+        k = pp.level_index(i, avail)
+        if k is not None:  # it fits in the power freed for earlier jobs: start it too
+            avail -= ledger.need_mw(job.hosts, levels[k])
+            free_hosts -= job.hosts
+            starts.append((job, levels[k]))
+            continue
         if ledger.need_mw(job.hosts, levels[0]) - avail > reclaimable:
             continue  # not even every donor at p_min would cover it
         for k in range(int(pp.pref[i]), -1, -1):

@@ -160,7 +160,8 @@ class BatchConfig:
         The level a starting job gets: ``max``, ``min``, ``uniform`` or ``best`` (default).
     power_dynamic:
         Reclaim power from running jobs for queued ones, and give leftover power to running
-        jobs, at every pass (default False: a job keeps the cap it started with).
+        jobs, at every pass (default False: a job keeps the cap it started with); with the
+        ``greedy`` backfill only.
     drop_hopeless:
         Drop a queued job that can no longer earn value (its value at ``now + walltime`` is
         0; `cosim.workload.value`) at every pass: status ``dropped``, never started. None
@@ -301,6 +302,11 @@ class BatchConfig:
         if self.malleable != "none" or self.rca:
             raise InputError("a power cap is not combined with malleable policies or RCA "
                              "(power follows whole, fixed allocations)", field="power-cap")
+        if self.power_dynamic and self.backfill != "greedy":
+            raise InputError(f"--power-dynamic reallocates power after the greedy pass "
+                             f"(Kumbhare et al.): with --batch {self.backfill} it would start "
+                             "jobs past the order and the reservations of that policy",
+                             field="power-dynamic")
 
 
 def initial_tunables(config: BatchConfig) -> Tunables:
@@ -356,7 +362,7 @@ class BatchScheduler:
                 dynamic=config.power_dynamic, metric=metric,
                 cap_mw=budget_mw(power, len(cores), fraction=config.power_cap,
                                  watts=config.power_cap_w)))
-        self.power_changes = 0  # SetPower commands sent
+        self.power_changes = 0  # SetPower commands sent (one per job and pass at most)
         user_key = config.priority_key
         order = policies.priority(config.priority) if user_key is None else None
         self._key = user_key if order is None else order.key
@@ -816,24 +822,25 @@ class BatchScheduler:
         fits in the free hosts, give the power left to running jobs."""
         ledger = self.power
         out: list[Command] = []
+        changes: dict[int, SetPower] = {}  # one command per job: its last level of the pass
         if pp is not None and self._qjobs:
             starts, changed = reclaim(ledger, pp, self._qjobs, self.state.free_hosts, now)
             for jid in sorted(changed):
-                out.append(self._set_power(jid, changed[jid], now))
+                changes[jid] = self._set_power(jid, changed[jid], now)
             for job, level in starts:
                 out.append(self._start(job, now, level))
         free = self.state.free_hosts
         if not any(j.hosts <= free for j in self._qjobs):
             raised = redistribute(ledger, now)
             for jid in sorted(raised):
-                out.append(self._set_power(jid, raised[jid], now))
-        return out
+                changes[jid] = self._set_power(jid, raised[jid], now)
+        self.power_changes += len(changes)
+        return out + [changes[jid] for jid in sorted(changes)]
 
     def _set_power(self, jid: int, level: int, now: int) -> SetPower:
         """Move running job `jid` to `level` (mW per socket) at `now`."""
         mult, end = self.power.change(jid, level, now)
         self.state.set_limit(jid, end)
-        self.power_changes += 1
         limit = None
         if self._kill:
             limit = end

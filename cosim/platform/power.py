@@ -91,8 +91,9 @@ class PowerModel:
         if span % _mw(self.step_w):
             raise bad("step_w", f"{self.step_w:g} W does not divide the range "
                       f"{self.p_min_w:g}-{self.p_max_w:g} W")
-        if not 0 <= self.p_idle_w <= self.p_max_w:
-            raise bad("p_idle_w", f"must be in [0, p_max_w], got {self.p_idle_w!r}")
+        if not 0 <= self.p_idle_w <= self.p_min_w:
+            raise bad("p_idle_w", f"must be in [0, p_min_w] (an idle socket draws no more than "
+                      f"a capped one), got {self.p_idle_w!r}")
         if not 0 < self.f_min_ratio <= 1:
             raise bad("f_min_ratio", f"must be in (0, 1], got {self.f_min_ratio!r}")
         if self.alpha <= 0:

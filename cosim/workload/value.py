@@ -124,10 +124,11 @@ def values_at(params: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
 
 
 def zero_from(value: JobValue) -> int:
-    """The elapsed ticks from which `value` is 0: its hard threshold, or just past its soft
-    one for a ``step`` decay to 0 (`value_at`)."""
-    if value.decay == "step" and value.u == 0.0:
-        return min(value.soft + 1, value.hard)
+    """The elapsed ticks from which `value` is 0 (`value_at`: v up to and including the soft
+    threshold): its hard threshold, just past it when the two coincide, and just past the
+    soft one for a ``step`` decay to 0."""
+    if value.decay == "step" and value.u == 0.0 or value.soft == value.hard:
+        return value.soft + 1
     return value.hard
 
 

@@ -196,8 +196,11 @@ def power_plan(view: PassView) -> Plan:
         hosts.reserve(t, run, job.hosts)
         watts.reserve(t, run, need)
         reservations[job.id] = t
+    # no wake-up while a job has outlived its estimate (it would step tick by tick; its real
+    # end is an event), as in `_rebuild`
+    overrun = any(overran(e, b, now) for e, _, _, b in view.running)
     return Plan(starts=tuple(starts), reservations=reservations, power=levels,
-                wake_at=min(reservations.values(), default=None))
+                wake_at=None if overrun else min(reservations.values(), default=None))
 
 
 POLICY = BackfillPolicy(name="conservative", summary="conservative: a reservation for every job",
