@@ -43,6 +43,7 @@ from cosim.sweep import SweepRun, run_id, run_sweep
 
 TRACES = {"lublin": ("lublin_256.swf.gz", 256), "kth": ("KTH-SP2-1996-2.1-cln.swf.gz", 100)}
 PLATFORM = "kumbhare2048-nodes.toml"
+PLATFORM_PATH = str(PLATFORMS_DIR / PLATFORM)
 ALGORITHMS = ("vpt", "vpe")
 #: variant -> (strategy, dynamic)
 VARIANTS = {"max": ("max", False), "min": ("min", False), "uniform": ("uniform", False),
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the table as JSON")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    platform = str(PLATFORMS_DIR / PLATFORM)
+    platform = PLATFORM_PATH
     try:
         if args.jobs < 1:
             raise InputError(f"must be at least 1, got {args.jobs}", field="jobs")

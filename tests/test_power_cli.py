@@ -171,3 +171,39 @@ def test_the_power_series_reaches_results_the_trace_and_a_plot(tmp_path, capsys)
                    and ev.metric.metric_class.members[0].name == "system power"]
     assert [(ev.time, ev.values[0]) for ev in samples] == \
         [(int(t), float(w)) for t, w in series.tolist()]
+
+
+def test_the_study_script_on_a_small_trace(tmp_path, capsys):
+    """scripts/reproduce_value_power.py end to end on a 60-job trace: every (algorithm,
+    variant, cap) row, the seeds averaged, a row equal to the same run made directly, and
+    dynamic VPT equal to static `max` at a 100 % cap (nothing to reallocate)."""
+    import importlib.util
+
+    from cosim.experiment import RunOptions, execute
+    from cosim.paths import REPO_DIR
+
+    script = REPO_DIR / "scripts" / "reproduce_value_power.py"
+    if not script.exists():
+        pytest.skip("not a source checkout: the scripts are not installed")
+    spec = importlib.util.spec_from_file_location("reproduce_value_power", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    swf = _swf(tmp_path, "", n=60)
+    out = tmp_path / "study"
+    assert mod.main(["--traces", str(swf), "--seeds", "2", "--caps", "0.6,1", "--out",
+                     str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 2 * len(mod.VARIANTS) * 2 and all(r["seeds"] == 2 for r in rows)
+    by = {(r["algorithm"], r["variant"], r["cap"]): r for r in rows}
+    direct = [execute(RunOptions(
+        workload=str(out / "inputs" / "p-load1.15.swf"),
+        values=str(out / "inputs" / f"p-values-seed{seed}.csv"), platform=mod.PLATFORM_PATH,
+        hosts=8, priority="vpe", batch="greedy", power_cap=0.6, power_strategy="uniform",
+        seed=seed)).summary["normalized_productivity"] for seed in (0, 1)]
+    assert by["vpe", "uniform", 0.6]["normalized_productivity"] == pytest.approx(
+        sum(direct) / 2, rel=1e-12)
+    # VPT's best level is p_max (the run time only grows below it): at 100 % dynamic has
+    # nothing to reallocate and equals static max (VP-8)
+    assert by["vpt", "dynamic", 1.0]["normalized_productivity"] == \
+        by["vpt", "max", 1.0]["normalized_productivity"]
+    assert (out / "table.csv").exists() and (out / "value_power.png").stat().st_size > 0
