@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import sys
+import threading
 from pathlib import Path
 
 from cosim.core.files import atomic_open, hold_dir
@@ -102,7 +104,22 @@ def _inputs(name: str, path: str, hosts: int | None, load: float, seeds: list[in
     return str(trace), hosts, before, factor, sidecars
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM takes Ctrl-C's path: the sweep stops its workers
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The study (module docstring); SIGTERM stops it as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", default="lublin,kth",
                     help="lublin, kth or SWF files, comma-separated (default lublin,kth)")
