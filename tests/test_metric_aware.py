@@ -460,17 +460,12 @@ def test_the_loss_variants_and_the_queue_depth_on_random_workloads(data, backfil
 # -- the study script -----------------------------------------------------------------------
 
 def test_the_study_script_on_a_small_trace(tmp_path, capsys):
-    import importlib.util
-
-    from cosim.paths import REPO_DIR
+    from cosim.testing.study import load_script
     from cosim.workload.swf_write import write_jobs_swf
 
-    script = REPO_DIR / "scripts" / "reproduce_metric_aware.py"
-    if not script.exists():
+    mod = load_script("reproduce_metric_aware")
+    if mod is None:
         pytest.skip("not a source checkout: the scripts are not installed")
-    spec = importlib.util.spec_from_file_location("reproduce_metric_aware", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     swf = tmp_path / "pattern.swf"
     write_jobs_swf(swf, _load_pattern()[:120], header=[("MaxNodes", str(HOSTS))])
     out = tmp_path / "study"

@@ -177,17 +177,12 @@ def test_the_study_script_on_a_small_trace(tmp_path, capsys):
     """scripts/reproduce_value_power.py end to end on a 60-job trace: every (algorithm,
     variant, cap) row, the seeds averaged, a row equal to the same run made directly, and
     dynamic VPT equal to static `max` at a 100 % cap (nothing to reallocate)."""
-    import importlib.util
-
     from cosim.experiment import RunOptions, execute
-    from cosim.paths import REPO_DIR
+    from cosim.testing.study import load_script
 
-    script = REPO_DIR / "scripts" / "reproduce_value_power.py"
-    if not script.exists():
+    mod = load_script("reproduce_value_power")
+    if mod is None:
         pytest.skip("not a source checkout: the scripts are not installed")
-    spec = importlib.util.spec_from_file_location("reproduce_value_power", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     swf = _swf(tmp_path, "", n=60)
     out = tmp_path / "study"
     assert mod.main(["--traces", str(swf), "--seeds", "2", "--caps", "0.6,1", "--out",

@@ -5,7 +5,8 @@ folder, checked the same way.
 into a worker count and a created folder, or calls the script's `fail` with a one-line
 message naming the option. `run_all` runs the simulations in a given order (the longest
 first, so that a process pool's tail stays short) in-process or over a pool, and returns
-each result under its task's index with the wall time taken.
+each result under its task's index with the wall time taken. `load_script` imports a study
+script as a module (for its tests).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-__all__ = ["workers_and_out", "run_all"]
+__all__ = ["workers_and_out", "run_all", "load_script"]
 
 
 def workers_and_out(workers: int | None, out: str,
@@ -50,3 +51,20 @@ def run_all(run: Callable[[Any], Any], tasks: Sequence[Any], order: Sequence[int
             for i, r in zip(order, pool.map(run, [tasks[i] for i in order])):
                 results[i] = r
     return results, time.perf_counter() - wall0
+
+
+def load_script(name: str) -> Any:
+    """The module of ``scripts/<name>.py`` of this source checkout, or None when cosim is not
+    run from one (the scripts are not installed)."""
+    import importlib.util
+
+    from cosim.paths import REPO_DIR
+
+    script = REPO_DIR / "scripts" / f"{name}.py"
+    if not script.exists():
+        return None
+    spec = importlib.util.spec_from_file_location(name, script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
