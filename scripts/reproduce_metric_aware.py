@@ -38,6 +38,7 @@ from cosim.errors import InputError
 from cosim.experiment import RunOptions, prepare
 from cosim.paths import TRACES_DIR
 from cosim.sweep import SweepRun, run_id, run_sweep
+from cosim.testing.study import sigterm_as_interrupt
 
 TRACES = {"kth": "KTH-SP2-1996-2.1-cln.swf.gz", "lublin": "lublin_256.swf.gz"}
 
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reproduce_metric_aware: error: {exc}", file=sys.stderr)
         return 2
     try:
-        with hold_dir(out):
+        with hold_dir(out), sigterm_as_interrupt():  # SIGTERM: the sweep stops its workers
             summaries = dict(zip((r.id for r in runs), run_sweep(runs, out, jobs=args.jobs)))
     except InputError as exc:
         print(f"reproduce_metric_aware: error: {exc}", file=sys.stderr)

@@ -41,6 +41,7 @@ from cosim.errors import InputError
 from cosim.experiment import RunOptions, prepare
 from cosim.paths import TRACES_DIR
 from cosim.sweep import SweepRun, run_id, run_sweep
+from cosim.testing.study import sigterm_as_interrupt
 
 #: (app, technique) -> metric -> (RCA off, RCA on), each a value, None (not published) or a
 #: tuple of the values the paper gives in different places (§4, Fig. 6)
@@ -172,7 +173,8 @@ def main() -> int:
         print(f"reproduce_rca: error: {exc}", file=sys.stderr)
         return 2
     try:
-        with hold_dir(out):  # another live reproduction into `out` gets a clear error
+        # another live reproduction into `out` gets a clear error; SIGTERM takes Ctrl-C's path
+        with hold_dir(out), sigterm_as_interrupt():
             summaries = dict(zip((r.id for r in runs), run_sweep(runs, out, jobs=args.jobs)))
     except InputError as exc:
         print(f"reproduce_rca: error: {exc}", file=sys.stderr)

@@ -31,10 +31,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import statistics
 import sys
-import threading
 from pathlib import Path
 
 from cosim.core.files import atomic_open, hold_dir
@@ -42,6 +40,7 @@ from cosim.errors import InputError
 from cosim.experiment import RunOptions, prepare
 from cosim.paths import PLATFORMS_DIR, TRACES_DIR
 from cosim.sweep import SweepRun, run_id, run_sweep
+from cosim.testing.study import sigterm_as_interrupt
 
 TRACES = {"lublin": ("lublin_256.swf.gz", 256), "kth": ("KTH-SP2-1996-2.1-cln.swf.gz", 100)}
 PLATFORM = "kumbhare2048-nodes.toml"
@@ -104,22 +103,7 @@ def _inputs(name: str, path: str, hosts: int | None, load: float, seeds: list[in
     return str(trace), hosts, before, factor, sidecars
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # SIGTERM takes Ctrl-C's path: the sweep stops its workers
-
-
 def main(argv: list[str] | None = None) -> int:
-    """The study (module docstring); SIGTERM stops it as Ctrl-C does."""
-    if threading.current_thread() is not threading.main_thread():
-        return _main(argv)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        return _main(argv)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", default="lublin,kth",
                     help="lublin, kth or SWF files, comma-separated (default lublin,kth)")
@@ -150,7 +134,7 @@ def _main(argv: list[str] | None) -> int:
         if not names:
             raise InputError("expected at least one trace", field="traces")
         runs, cells, scaling = [], [], {}
-        with hold_dir(out):
+        with hold_dir(out), sigterm_as_interrupt():  # SIGTERM: the sweep stops its workers
             for name in names:
                 path, hosts = _trace(name)
                 trace, hosts, before, factor, sidecars = _inputs(

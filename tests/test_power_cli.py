@@ -202,3 +202,21 @@ def test_the_study_script_on_a_small_trace(tmp_path, capsys):
     assert by["vpt", "dynamic", 1.0]["normalized_productivity"] == \
         by["vpt", "max", 1.0]["normalized_productivity"]
     assert (out / "table.csv").exists() and (out / "value_power.png").stat().st_size > 0
+
+
+def test_sigterm_takes_the_study_scripts_interrupt_path():
+    """`cosim.testing.study.sigterm_as_interrupt`: inside the block SIGTERM raises
+    KeyboardInterrupt (the scripts' Ctrl-C path: the sweep stops its workers, exit 130);
+    the previous handler comes back after it."""
+    import os
+    import signal
+
+    from cosim.testing.study import sigterm_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt):
+        with sigterm_as_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)  # (handled at the next bytecode)
+            for _ in range(10**6):
+                pass
+    assert signal.getsignal(signal.SIGTERM) == before

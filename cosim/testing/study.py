@@ -5,20 +5,25 @@ folder, checked the same way.
 into a worker count and a created folder, or calls the script's `fail` with a one-line
 message naming the option. `run_all` runs the simulations in a given order (the longest
 first, so that a process pool's tail stays short) in-process or over a pool, and returns
-each result under its task's index with the wall time taken. `load_script` imports a study
-script as a module (for its tests).
+each result under its task's index with the wall time taken. `sigterm_as_interrupt` makes
+SIGTERM (``kill``, ``timeout``, a batch system's limits) take a script's Ctrl-C path, so that
+its sweep stops its workers and finished runs stay. `load_script` imports a study script as
+a module (for its tests).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-__all__ = ["workers_and_out", "run_all", "load_script"]
+__all__ = ["workers_and_out", "run_all", "load_script", "sigterm_as_interrupt"]
 
 
 def workers_and_out(workers: int | None, out: str,
@@ -67,4 +72,22 @@ def load_script(name: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Inside the block (main thread only), SIGTERM raises KeyboardInterrupt as Ctrl-C does;
+    the previous handler comes back after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
