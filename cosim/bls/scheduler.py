@@ -75,8 +75,15 @@ from cosim.bls.policies.base import (
 from cosim.bls.policies.window import WINDOW_MAX
 from cosim.bls.policies.value_order import METRICS
 from cosim.bls.policies.window import plan as window_plan
-from cosim.bls.power import MW_TICKS_PER_J, PowerLedger, PowerPass, PowerSettings, budget_mw, reclaim, \
-    redistribute
+from cosim.bls.power import (
+    MW_TICKS_PER_J,
+    PowerLedger,
+    PowerPass,
+    PowerSettings,
+    budget_mw,
+    reclaim,
+    redistribute,
+)
 from cosim.bls.state import ClusterState
 from cosim.bls.tuning import ADAPTIVE_MODES, Tuner, TunerParams
 from cosim.workload.value import zero_from

@@ -34,10 +34,9 @@ from cosim.output.tables import busy_host_series, busy_rows
 from cosim.workload.jobs import JobOutcome
 from cosim.workload.value import productivity
 
-__all__ = ["power_metrics", "makespan", "utilization", "occupancy", "esp_efficiency", "pe_utilization", "machine_pes",
-           "mean_wait", "mean_response",
-           "mean_slowdown", "mean_bounded_slowdown", "loss_of_capacity", "queue_depth",
-           "fair_starts",
+__all__ = ["power_metrics", "makespan", "utilization", "occupancy", "esp_efficiency",
+           "pe_utilization", "machine_pes", "mean_wait", "mean_response", "mean_slowdown",
+           "mean_bounded_slowdown", "loss_of_capacity", "queue_depth", "fair_starts",
            "unfair_jobs", "unfair_jobs_replayed", "summary", "BSLD_THRESHOLD_S"]
 
 BSLD_THRESHOLD_S = 10.0
@@ -497,8 +496,8 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     `cores_per_host`, one count or one per host, is not given), and, when some job has a
     value (`cosim.workload.value`), ``productivity``, ``normalized_productivity`` and
     ``completion_rate`` (`cosim.workload.value.productivity`), and under a power cap (`power`,
-    the run's `cosim.bls.power.PowerTotals`) the keys of `power_metrics`. `allocations`, the run's
-    allocation log, makes ``utilization`` and ``loss_of_capacity`` right for runs with
+    the run's `cosim.bls.power.PowerTotals`) the keys of `power_metrics`. `allocations`, the
+    run's allocation log, makes ``utilization`` and ``loss_of_capacity`` right for runs with
     resizes or shared hosts (the same values for the others); ``unfair_jobs`` replays each job on every host it
     ever used.
     """

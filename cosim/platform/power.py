@@ -15,8 +15,8 @@ with beta in [0, 1] the app's compute-boundedness (0.8 by default): ``T(p_max) =
 integer parts per million, and a job's progress is integer work (`work_done`, `ticks_for`:
 millionths of a nominal tick), so run times are deterministic: the end tick of a job at one
 cap is ``start + ceil(T_nom x m / 10^6)``, and a cap changed at t first counts the work done
-since the last change at the old multiplier. `p_idle_w` is what an idle socket draws (0 by default: the seed
-counts only the compute units in the budget). Energy at a constant cap: ``E = hosts x
+since the last change at the old multiplier. `p_idle_w` is what an idle socket draws (0 by
+default: the seed counts only the compute units in the budget; at most p_min). Energy at a constant cap: ``E = hosts x
 sockets x p x T(p)``. The model never goes below p_min (no forced idleness). An app may
 instead give a measured table of (watts, slowdown) points (`parse_table`,
 `table_slowdown`: linear between them, as Kumbhare et al. interpolate theirs).

@@ -38,9 +38,10 @@ from cosim.core.indexset import IndexSet
 from cosim.workload.jobs import Job
 from cosim.workload.value import value_row
 
-__all__ = ["PassView", "PowerView", "power_fit", "QueueView", "QueueColumns", "Plan", "PriorityPolicy", "Tunables", "BackfillPolicy", "SelectionPolicy",
-           "DynamicPolicy", "DynamicView", "ClusterView", "Start", "Shrink", "Expand",
-           "Exclude", "NoParams", "expected_end", "overran"]
+__all__ = ["PassView", "PowerView", "power_fit", "QueueView", "QueueColumns", "Plan",
+           "PriorityPolicy", "Tunables", "BackfillPolicy", "SelectionPolicy", "DynamicPolicy",
+           "DynamicView", "ClusterView", "Start", "Shrink", "Expand", "Exclude", "NoParams",
+           "expected_end", "overran"]
 
 
 def expected_end(estimated_end: int, now: int) -> int:
