@@ -38,13 +38,15 @@ from pathlib import Path
 from cosim.core.files import atomic_open, hold_dir
 from cosim.errors import InputError
 from cosim.experiment import RunOptions, prepare
-from cosim.paths import PLATFORMS_DIR, TRACES_DIR
+from cosim.paths import TRACES_DIR
 from cosim.sweep import SweepRun, run_id, run_sweep
 from cosim.testing.study import sigterm_as_interrupt
 
 TRACES = {"lublin": ("lublin_256.swf.gz", 256), "kth": ("KTH-SP2-1996-2.1-cln.swf.gz", 100)}
-PLATFORM = "kumbhare2048-nodes.toml"
-PLATFORM_PATH = str(PLATFORMS_DIR / PLATFORM)
+#: the platform, by its builtin name (`platforms/kumbhare2048-nodes.toml`): run ids do not
+#: depend on where the checkout is
+PLATFORM = "kumbhare2048-nodes"
+PLATFORM_PATH = PLATFORM
 ALGORITHMS = ("vpt", "vpe")
 #: variant -> (strategy, dynamic)
 VARIANTS = {"max": ("max", False), "min": ("min", False), "uniform": ("uniform", False),
