@@ -45,6 +45,16 @@ def best(repeat: int, fn: Callable[[], object]) -> tuple[float, object]:
 _CACHE: dict[str, object] = {}
 
 
+def kth():
+    """The KTH-SP2 workload on its 100 nodes, read once per bench process."""
+    if "kth" not in _CACHE:
+        from cosim.paths import TRACES_DIR
+        from cosim.workload.swf import read_swf
+
+        _CACHE["kth"] = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    return _CACHE["kth"]
+
+
 def mandelbrot():
     if "m" not in _CACHE:
         _CACHE["m"] = load_app("mandelbrot")
@@ -176,10 +186,7 @@ def _kth(repeat):
        "ranked at every pass and the window search (targets: W = 1 <= 3x FCFS+EASY; W = 5 "
        "<= 10x and < 30 s)")
 def _metric_aware(repeat):
-    from cosim.paths import TRACES_DIR
-    from cosim.workload.swf import read_swf
-
-    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    w = kth()
     base, _ = batch_rate(w.jobs, 100, "easy", repeat)
     rows = [("fcfs + easy wall", base, "s", None)]
     for bf, window, target in ((0.5, 1, 3.0), (0.5, 4, None), (0.5, 5, 10.0)):
@@ -208,12 +215,10 @@ def _metric_aware(repeat):
 def _values(repeat):
     from dataclasses import replace
 
-    from cosim.paths import TRACES_DIR
     from cosim.runner import simulate
-    from cosim.workload.swf import read_swf
     from cosim.workload.value import productivity, read_values
 
-    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    w = kth()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "values.csv"
         path.write_text("job_id,value,soft_s,hard_s\n" + "".join(
@@ -240,10 +245,8 @@ def _power(repeat):
 
     from cosim.bls import BatchConfig
     from cosim.bls.scheduler import BatchScheduler
-    from cosim.paths import TRACES_DIR
     from cosim.platform.power import PowerModel
     from cosim.workload.jobs import Job
-    from cosim.workload.swf import read_swf
     from cosim.workload.value import JobValue
 
     S = 10**9
@@ -275,7 +278,7 @@ def _power(repeat):
         s.schedule(10 * S)
         times.append(time.perf_counter() - t0)
     med = statistics.median(times)
-    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    w = kth()
     model = PowerModel()
     from cosim.runner import simulate
     plain, _ = best(repeat, lambda: simulate(w.jobs, n_hosts=100, batch=BatchConfig(
@@ -297,12 +300,10 @@ def _power(repeat):
        "schedule; the cost of per-host core counts)")
 def _mixed(repeat):
     from cosim.bls import BatchConfig
-    from cosim.paths import TRACES_DIR
     from cosim.platform import load_platform
     from cosim.runner import simulate
-    from cosim.workload.swf import read_swf
 
-    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    w = kth()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "mixed.toml"
         path.write_text("[platform]\nname = \"mixed\"\n\n" + "".join(
@@ -795,11 +796,9 @@ def _batsim(repeat):
     import json
 
     from cosim.experiment import RunOptions, execute
-    from cosim.paths import TRACES_DIR
     from cosim.workload.batsim import read_batsim, write_batsim_jobs
-    from cosim.workload.swf import read_swf
 
-    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    w = kth()
     profiles = {f"d{j.runtime}": {"type": "delay", "delay": j.runtime / 1e9} for j in w.jobs}
     doc = {"nb_res": 100, "profiles": profiles, "jobs": [
         {"id": j.id, "subtime": j.submit / 1e9, "res": j.hosts, "walltime": j.walltime / 1e9,
