@@ -45,14 +45,28 @@ import numpy as np
 from cosim.bls.policies.base import QueueColumns
 from cosim.bls.policies.value_order import scores
 from cosim.errors import InputError
-from cosim.platform.power import WORK_PER_TICK, PowerCurve, PowerModel, ticks_for, work_done
+from cosim.platform.power import (
+    WORK_PER_TICK,
+    PowerCurve,
+    PowerModel,
+    ticks_for,
+    to_mw,
+    work_done,
+)
 from cosim.workload.jobs import Job
 from cosim.workload.value import value_at
 
-__all__ = ["STRATEGIES", "MW_TICKS_PER_J", "PowerSettings", "PowerLedger", "PowerPass",
-           "PowerTotals", "budget_mw", "reclaim", "redistribute", "totals"]
+__all__ = ["STRATEGIES", "MW_TICKS_PER_J", "check_strategy", "PowerSettings", "PowerLedger",
+           "PowerPass", "PowerTotals", "budget_mw", "reclaim", "redistribute", "totals"]
 
 STRATEGIES = ("max", "min", "uniform", "best")
+
+def check_strategy(name: str) -> None:
+    """InputError (``field power-strategy``) unless `name` is one of `STRATEGIES`."""
+    if name not in STRATEGIES:
+        raise InputError(f"unknown power strategy {name!r} (known: {', '.join(STRATEGIES)})",
+                         field="power-strategy")
+
 
 #: milliwatt-ticks per joule (ticks are nanoseconds)
 MW_TICKS_PER_J = 10**12
@@ -63,20 +77,16 @@ def budget_mw(model: PowerModel, n_hosts: int, *, fraction: float | None = None,
     """The system cap in milliwatts: `fraction` of every host at p_max, or `watts`; at most
     every host at p_max (a larger cap changes nothing). InputError (``field power-cap``)
     for a cap below what one host at p_min needs with the others idle."""
-    full = n_hosts * model.sockets * _mw(model.p_max_w)
+    full = n_hosts * model.sockets * to_mw(model.p_max_w)
     if (fraction is None) == (watts is None):
         raise InputError("give the cap as a fraction or in watts, not both", field="power-cap")
     cap = round(fraction * full) if fraction is not None else round(watts * 1000)
-    least = model.sockets * (_mw(model.p_min_w) + (n_hosts - 1) * _mw(model.p_idle_w))
+    least = model.sockets * (to_mw(model.p_min_w) + (n_hosts - 1) * to_mw(model.p_idle_w))
     if cap < least:
         raise InputError(f"{cap / 1000:g} W is below what one host needs at p_min with the "
                          f"others idle ({least / 1000:g} W): no job could ever run",
                          field="power-cap")
     return min(cap, full)
-
-
-def _mw(watts: float) -> int:
-    return round(watts * 1000)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,9 +103,7 @@ class PowerSettings:
     metric: str = "vpt"
 
     def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise InputError(f"unknown power strategy {self.strategy!r} (known: "
-                             f"{', '.join(STRATEGIES)})", field="power-strategy")
+        check_strategy(self.strategy)
 
 
 class _Held:
@@ -103,15 +111,20 @@ class _Held:
     nominal walltime `work` left (millionths of a tick) as of tick `last`, and its segments
     (tick, mW)."""
 
-    __slots__ = ("job", "hosts", "curve", "level", "multiplier", "work", "last", "segments")
+    __slots__ = ("job", "curve", "level", "multiplier", "work", "last", "segments")
 
-    def __init__(self, job: Job, hosts: int, curve: PowerCurve, level: int, multiplier: int,
-                 now: int, level_mw: int) -> None:
-        self.job, self.hosts, self.curve = job, hosts, curve
+    def __init__(self, job: Job, curve: PowerCurve, level: int, multiplier: int, now: int,
+                 level_mw: int) -> None:
+        self.job, self.curve = job, curve
         self.level, self.multiplier = level, multiplier
         self.work = job.walltime * WORK_PER_TICK
         self.last = now
         self.segments = [(now, level_mw)]
+
+    @property
+    def hosts(self) -> int:
+        """The job's hosts."""
+        return self.job.hosts
 
 
 class PowerLedger:
@@ -122,7 +135,7 @@ class PowerLedger:
         self.settings = settings
         self.levels = m.levels_mw()  # per socket, ascending
         self.sockets = m.sockets
-        self.idle_mw = _mw(m.p_idle_w)  # per socket
+        self.idle_mw = to_mw(m.p_idle_w)  # per socket
         self.cap_mw = settings.cap_mw
         self.n_hosts = settings.n_hosts
         self.held: dict[int, _Held] = {}
@@ -205,7 +218,7 @@ class PowerLedger:
         curve = job.power_curve
         mult = int(self.multipliers(curve)[k])
         self._advance(now)
-        held = self.held[job.id] = _Held(job, job.hosts, curve, k, mult, now, level_mw)
+        held = self.held[job.id] = _Held(job, curve, k, mult, now, level_mw)
         self.busy_hosts += job.hosts
         self.draw_mw += self.need_mw(job.hosts, level_mw)
         self._record(now)

@@ -81,6 +81,7 @@ from cosim.bls.power import (
     PowerPass,
     PowerSettings,
     budget_mw,
+    check_strategy,
     reclaim,
     redistribute,
 )
@@ -280,11 +281,7 @@ class BatchConfig:
         self._check_power()
 
     def _check_power(self) -> None:
-        from cosim.bls.power import STRATEGIES
-
-        if self.power_strategy not in STRATEGIES:
-            raise InputError(f"unknown power strategy {self.power_strategy!r} (known: "
-                             f"{', '.join(STRATEGIES)})", field="power-strategy")
+        check_strategy(self.power_strategy)
         if not self.power_capped:
             if self.power_dynamic or self.power_strategy != "best":
                 raise InputError("--power-strategy and --power-dynamic need a power cap "

@@ -16,8 +16,8 @@ integer parts per million, and a job's progress is integer work (`work_done`, `t
 millionths of a nominal tick), so run times are deterministic: the end tick of a job at one
 cap is ``start + ceil(T_nom x m / 10^6)``, and a cap changed at t first counts the work done
 since the last change at the old multiplier. `p_idle_w` is what an idle socket draws (0 by
-default: the seed counts only the compute units in the budget; at most p_min). Energy at a constant cap: ``E = hosts x
-sockets x p x T(p)``. The model never goes below p_min (no forced idleness). An app may
+default: the seed counts only the compute units in the budget; at most p_min). Energy at a
+constant cap: ``E = hosts x sockets x p x T(p)``. The model never goes below p_min (no forced idleness). An app may
 instead give a measured table of (watts, slowdown) points (`parse_table`,
 `table_slowdown`: linear between them, as Kumbhare et al. interpolate theirs).
 """
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from cosim.errors import InputError
 
 __all__ = ["PowerModel", "PowerCurve", "DEFAULT_BETA", "NOMINAL_PPM", "WORK_PER_TICK",
-           "work_done", "ticks_for", "parse_table", "table_slowdown"]
+           "work_done", "ticks_for", "parse_table", "table_slowdown", "to_mw"]
 
 #: the compute-boundedness of an app without its own (spec §2.7)
 DEFAULT_BETA = 0.8
@@ -85,10 +85,10 @@ class PowerModel:
             raise bad("p_min_w", f"must be > 0 watts, got {self.p_min_w!r}")
         if self.p_min_w > self.p_max_w:
             raise bad("p_min_w", f"p_min_w ({self.p_min_w:g}) > p_max_w ({self.p_max_w:g})")
-        if _mw(self.step_w) < 1:
+        if to_mw(self.step_w) < 1:
             raise bad("step_w", f"must be at least 1 mW, got {self.step_w!r}")
-        span = _mw(self.p_max_w) - _mw(self.p_min_w)
-        if span % _mw(self.step_w):
+        span = to_mw(self.p_max_w) - to_mw(self.p_min_w)
+        if span % to_mw(self.step_w):
             raise bad("step_w", f"{self.step_w:g} W does not divide the range "
                       f"{self.p_min_w:g}-{self.p_max_w:g} W")
         if not 0 <= self.p_idle_w <= self.p_min_w:
@@ -117,7 +117,7 @@ class PowerModel:
 
     def levels_mw(self) -> tuple[int, ...]:
         """The caps a socket may get, in milliwatts, ascending."""
-        return tuple(range(_mw(self.p_min_w), _mw(self.p_max_w) + 1, _mw(self.step_w)))
+        return tuple(range(to_mw(self.p_min_w), to_mw(self.p_max_w) + 1, to_mw(self.step_w)))
 
     def frequency_ratio(self, p_w: float) -> float:
         """f(p) / f_max for a socket capped at `p_w` watts (p_min <= p <= p_max)."""
@@ -188,5 +188,6 @@ def table_slowdown(points: tuple[tuple[float, float], ...], p_w: float) -> float
     return points[-1][1]
 
 
-def _mw(watts: float) -> int:
+def to_mw(watts: float) -> int:
+    """Watts as whole milliwatts (rounded)."""
     return round(watts * 1000)
