@@ -230,14 +230,20 @@ def _values(repeat):
     wall_p, _ = best(repeat, lambda: productivity(res.outcomes))
     base, _ = batch_rate(jobs, 100, "easy", repeat)
     vpt, _ = batch_rate(jobs, 100, "greedy", repeat, priority="vpt")
+    from cosim.workload.value_gen import ValueSpec, generate_values
+
+    wall_g, _ = best(repeat, lambda: generate_values(w.jobs, ValueSpec(seed=1)))
     return [("sidecar read (rows/s)", len(jobs) / wall, "rows/s", None),
             ("productivity (jobs/s)", len(jobs) / wall_p, "jobs/s", None),
+            ("cosim workload values: keyed value draws (rows/s)", len(w.jobs) / wall_g,
+             "rows/s", None),
             ("vpt + greedy with drops (jobs/s)", len(jobs) / vpt, "jobs/s", None),
             ("vpt + greedy / fcfs + easy", vpt / base, "x", None)]
 
 
 @bench("power: one VPT + dynamic pass on 2,048 hosts with 1,000 queued jobs under a 60 % "
-       "cap (target: median <= 50 ms); KTH-SP2 under the cap, static and dynamic")
+       "cap (target: median <= 50 ms); KTH-SP2 under the cap, static and dynamic; FCFS under "
+       "power-aware EASY and conservative backfilling")
 def _power(repeat):
     import statistics
 
@@ -289,7 +295,16 @@ def _power(repeat):
                                                                 power_cap=0.6)))
     dynamic, _ = best(repeat, lambda: simulate(w.jobs, n_hosts=100, power=model,
                                                batch=config))
+    first = w.jobs[:5000]
+    fcfs = {bf: best(repeat, lambda bf=bf: simulate(first, n_hosts=100, power=model,
+                                                     batch=BatchConfig(backfill=bf,
+                                                                       power_cap=0.6)))[0]
+            for bf in ("easy", "conservative")}
     return [(f"VPT + dynamic pass, {queued:,} queued (ms, median)", med * 1e3, "ms", 50.0),
+            ("KTH-SP2 first 5,000 jobs, FCFS, 60 % cap: power-aware EASY (jobs/s)",
+             len(first) / fcfs["easy"], "jobs/s", None),
+            ("... power-aware conservative, planned afresh (jobs/s)",
+             len(first) / fcfs["conservative"], "jobs/s", None),
             ("KTH-SP2 vpt, 60 % cap, static (jobs/s)", len(w.jobs) / static, "jobs/s", None),
             ("KTH-SP2 vpt, 60 % cap, dynamic (jobs/s)", len(w.jobs) / dynamic, "jobs/s", None),
             ("static cap / no cap", static / plain, "x", None),

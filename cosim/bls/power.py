@@ -314,6 +314,8 @@ class PowerPass:
                                           self.mult[rows, self.pref], per_host[self.pref])
         self._lo, self._step = ledger.levels[0], (ledger.levels[1] - ledger.levels[0]
                                                   if K > 1 else 1)
+        #: the least any job takes from the budget (one host at p_min): below it none starts
+        self.least_mw = ledger.need_mw(1, ledger.levels[0])
 
     @property
     def rows(self) -> dict[int, int]:

@@ -201,9 +201,11 @@ class PowerView(Protocol):
     the budget; ``least_need_mw(job)``, that at the lowest level the strategy may give it;
     ``run_ticks(job, level)``, its walltime stretched at `level`; ``held_mw(job_id)``, what a
     running job gives back to the budget when it ends; ``reserve_level(job)``, the level a job
-    that cannot start now is planned at."""
+    that cannot start now is planned at; `least_mw`, the least any job takes (below it no
+    job starts)."""
 
     available_mw: int
+    least_mw: int
 
     def level(self, job: Job, available_mw: int) -> int | None: ...
 

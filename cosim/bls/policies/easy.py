@@ -170,7 +170,7 @@ def power_plan(view: PassView) -> Plan:
         return Plan(starts=tuple(starts), power=levels)
     extra_h, extra_w = hosts - head.hosts, watts - head_mw
     for job in islice(queue, i + 1, None):
-        if free == 0:
+        if free == 0 or avail < power.least_mw:
             break
         if job.hosts > free:
             continue

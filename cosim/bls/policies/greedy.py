@@ -20,6 +20,8 @@ def plan(view: PassView) -> Plan:
     power, levels = view.power, {}
     avail = power.available_mw if power is not None else 0
     for job in view.queue:
+        if power is not None and avail < power.least_mw:
+            break  # no job fits in the power left
         if job.hosts <= free:
             if power is not None:
                 fit = power_fit(power, job, avail)
