@@ -136,28 +136,47 @@ def test_thresholds_are_multiples_of_the_requested_time():
     jobs = [job(1, walltime=3600 * S), job(2, walltime=90 * S + S // 2), job(3, walltime=1),
             job(4, walltime=0), job(5, walltime=3)]
     rows = {r[0]: r for r in generate_values(jobs, ValueSpec(soft=2, hard=6))}
-    assert rows[1][2:] == (7200.0, 21600.0)
-    assert rows[2][2:] == (181.0, 543.0)
-    assert rows[3][2:] == (2e-9, 6e-9)
-    assert rows[4][2:] == (2.0, 6.0)  # walltime 0: 1 s as the requested time
+    assert rows[1][2:] == (7200 * S, 21600 * S)
+    assert rows[2][2:] == (181 * S, 543 * S)
+    assert rows[3][2:] == (2, 6)
+    assert rows[4][2:] == (2 * S, 6 * S)  # walltime 0: 1 s as the requested time
     half = {r[0]: r for r in generate_values(jobs, ValueSpec(soft=0.5, hard=1.5))}
-    assert half[3][2:] == (1e-9, 2e-9)  # at least one tick; round(0.5) = 0 -> 1, 1.5 -> 2
-    assert half[5][2:] == (2e-9, 4e-9)  # 1.5 and 4.5 ticks: ties to even
-    assert half[4][2:] == (0.5, 1.5)
+    assert half[3][2:] == (1, 2)  # at least one tick; round(0.5) = 0 -> 1, 1.5 -> 2
+    assert half[5][2:] == (2, 4)  # 1.5 and 4.5 ticks: ties to even
+    assert half[4][2:] == (S // 2, 3 * S // 2)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 4 * 86400 * S), st.floats(0.01, 4.0), st.floats(1.0, 5.0))
-def test_the_ticks_are_those_of_the_cosimapp_keys(walltime, soft, more):
-    """Same multiples, same ticks as the CosimApp route (`value_from_pairs`), once the
-    sidecar is read back."""
+def test_the_ticks_are_those_of_the_cosimapp_keys(tmp_path_factory, walltime, soft, more):
+    """Same multiples, same ticks as the CosimApp route (`value_from_pairs`), also once the
+    sidecar is written and read back (exact decimal seconds: thresholds beyond 2**53 ticks,
+    where a float of seconds is off by a tick, read back unchanged)."""
     hard = soft * more
     jobs = [job(1, walltime=walltime)]
-    (_, _, soft_s, hard_s), = generate_values(jobs, ValueSpec(soft=soft, hard=hard))
+    rows = generate_values(jobs, ValueSpec(soft=soft, hard=hard))
     via_pairs = value_from_pairs({"soft": repr(soft), "hard": repr(hard)}, walltime)
-    assert (max(to_ticks(soft_s), 1), max(to_ticks(hard_s), 1)) == (via_pairs.soft,
-                                                                    via_pairs.hard)
+    assert rows[0][2:] == (via_pairs.soft, via_pairs.hard)
     assert via_pairs.soft == max(round(soft * walltime), 1)
+    path = tmp_path_factory.mktemp("v") / "values.csv"
+    write_values(path, rows)
+    back = read_values(path, jobs)[1]
+    assert (back.soft, back.hard) == (via_pairs.soft, via_pairs.hard)
+
+
+def test_a_threshold_past_two_to_the_53_ticks_reads_back_exactly(tmp_path):
+    """The case CI drew: 4,497,766,670,985,987 ticks, which the float 4497766.670985987 s
+    would turn into ...988."""
+    walltime, soft, hard = 345_600_000_000_000, 2.8920824787718535, 2.8920824787718535 * 4.5
+    jobs = [job(1, walltime=walltime)]
+    rows = generate_values(jobs, ValueSpec(soft=soft, hard=hard))
+    assert rows[0][3] == 4_497_766_670_985_987
+    assert to_ticks(rows[0][3] / S) != rows[0][3]  # what a float sidecar would lose
+    write_values(tmp_path / "v.csv", rows)
+    assert "4497766.670985987" in (tmp_path / "v.csv").read_text()
+    assert read_values(tmp_path / "v.csv", jobs)[1].hard == 4_497_766_670_985_987
+    in_seconds = value_from_pairs({"soft": "1s", "hard": "4497766.670985987s"}, walltime)
+    assert in_seconds.hard == 4_497_766_670_985_987  # the CosimApp "s" form is exact too
 
 
 def test_a_threshold_beyond_the_tick_range_is_refused():
@@ -191,7 +210,7 @@ def test_write_values_reads_back_exactly(tmp_path):
 
 
 def test_write_values_with_value_min_and_integers_where_integral(tmp_path):
-    rows = [(1, 4.0, 7200.0, 21600.0), (2, 16.0, 0.5, 1.5)]
+    rows = [(1, 4.0, 7200 * S, 21600 * S), (2, 16.0, S // 2, 3 * S // 2)]
     path = tmp_path / "v.csv"
     write_values(path, rows, value_min=0.25)
     assert path.read_text() == ("job_id,value,soft_s,hard_s,value_min\n"

@@ -8,12 +8,13 @@ nanosecond becomes 0. The ALS inner loop inlines exactly this rule (``round(x)``
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import NewType
 
 import numpy as np
 
 __all__ = ["Tick", "TICKS_PER_SECOND", "MAX_TICKS", "MAX_SECONDS", "to_ticks", "to_seconds",
-           "ticks_array", "duration_problem"]
+           "ticks_array", "duration_problem", "seconds_to_ticks", "format_ticks"]
 
 Tick = NewType("Tick", int)
 TICKS_PER_SECOND = 1_000_000_000
@@ -48,3 +49,24 @@ def to_seconds(ticks: int) -> float:
 def ticks_array(seconds: np.ndarray) -> np.ndarray:
     """Vectorised `to_ticks` (same rounding rule), as int64."""
     return np.rint(np.asarray(seconds, dtype=np.float64) * TICKS_PER_SECOND).astype(np.int64)
+
+
+def seconds_to_ticks(text: str) -> int:
+    """Decimal seconds as text -> ticks: the exact value rounded to nearest, ties to even.
+
+    The rule of `to_ticks` applied to the exact decimal number rather than to its float
+    approximation, so any tick count written by `format_ticks` reads back unchanged (a float
+    has too few digits for nanoseconds past ~10^7 s). Used for SWF, Batsim and value sidecars.
+    """
+    if text.lstrip("+-").isdigit():
+        return int(text) * TICKS_PER_SECOND
+    return int((Decimal(text) * TICKS_PER_SECOND).to_integral_value(ROUND_HALF_EVEN))
+
+
+def format_ticks(ticks: int) -> str:
+    """Ticks as exact decimal seconds without trailing zeros: ``1500000000`` -> ``'1.5'``."""
+    sign = "-" if ticks < 0 else ""
+    whole, frac = divmod(abs(int(ticks)), TICKS_PER_SECOND)
+    if not frac:
+        return f"{sign}{whole}"
+    return f"{sign}{whole}.{frac:09d}".rstrip("0")

@@ -69,12 +69,11 @@ import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from types import MappingProxyType
 from typing import Literal
 
-from cosim.core.clock import MAX_TICKS, TICKS_PER_SECOND
+from cosim.core.clock import MAX_TICKS, TICKS_PER_SECOND, seconds_to_ticks
 from cosim.errors import InputError
 from cosim.workload.jobs import CATEGORY_CHARS, KINDS, Job
 from cosim.workload.marking import MARKABLE_KINDS, decimal_text, pe_bounds
@@ -314,18 +313,6 @@ def _diagnose(parts: list[str], path: str, lineno: int) -> None:
             raise bad(i, f"not an integer {tok!r}")
         if i == _STATUS and x not in _STATUSES:
             raise bad(i, f"unknown status {tok} (SWF has -1 and 0..5)")
-
-
-def seconds_to_ticks(text: str) -> int:
-    """SWF seconds (decimal text) -> ticks: the exact value rounded to nearest, ties to even.
-
-    This is the rule of `cosim.core.clock.to_ticks` applied to the exact decimal number
-    rather than to its float approximation, so any tick count written as exact decimal
-    seconds reads back unchanged (a float has too few digits for nanoseconds past ~10^7 s).
-    """
-    if text.lstrip("+-").isdigit():
-        return int(text) * TICKS_PER_SECOND
-    return int((Decimal(text) * TICKS_PER_SECOND).to_integral_value(ROUND_HALF_EVEN))
 
 
 def iter_swf_records(path: str | os.PathLike[str], *, lenient: bool = False,

@@ -53,14 +53,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 
-from cosim.core.clock import TICKS_PER_SECOND
+from cosim.core.clock import format_ticks, seconds_to_ticks
 from cosim.core.files import atomic_open
 from cosim.workload.jobs import Job, JobOutcome
 from cosim.workload.marking import (
     DEFAULT_MAX_FRAC, DEFAULT_MIN_FRAC, MARKABLE_KINDS, check_fracs, decimal_text,
 )
 from cosim.workload.runtime_models import IDEAL, RuntimeModel
-from cosim.workload.swf import COSIM_APP_KEY, MARK_KEYS, MODEL_KEYS, N_FIELDS, seconds_to_ticks
+from cosim.workload.swf import COSIM_APP_KEY, MARK_KEYS, MODEL_KEYS, N_FIELDS
 
 __all__ = ["Header", "write_jobs_swf", "write_swf", "format_ticks", "format_value"]
 
@@ -75,15 +75,6 @@ _SCHEDULE_NOTE = ("simulated schedule written by cosim: wait = start - submit, r
                   "end - start, allocated processors = the cores of the hosts held; status 1 "
                   "completed, 0 killed at its requested time, 5 rejected or dropped (never "
                   "started)")
-
-
-def format_ticks(ticks: int) -> str:
-    """Ticks as exact decimal seconds without trailing zeros: ``1500000000`` -> ``'1.5'``."""
-    sign = "-" if ticks < 0 else ""
-    whole, frac = divmod(abs(int(ticks)), TICKS_PER_SECOND)
-    if not frac:
-        return f"{sign}{whole}"
-    return f"{sign}{whole}.{frac:09d}".rstrip("0")
 
 
 def format_value(value: float) -> str:

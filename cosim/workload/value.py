@@ -17,8 +17,9 @@ job's requested time (``soft=2``: twice its walltime) or in seconds with an ``s`
 is not published). A trace carries values per executable number in its ``; CosimApp:`` lines
 (keys ``value``, ``value_min``, ``soft``, ``hard``, ``decay``) or per job in a CSV sidecar
 (`read_values`: ``job_id,value,soft_s,hard_s[,value_min,decay,power_beta]``, seconds after
-submit),
-which wins. Thresholds are integer ticks; values are floats computed in one fixed order.
+submit), which wins. Thresholds are integer ticks, read from decimal seconds exactly
+(`cosim.core.clock.seconds_to_ticks`: ``4497766.670985987`` is that many ticks, whatever a
+float would make of it); values are floats computed in one fixed order.
 `cosim.workload.swf_write.write_jobs_swf` does not write values back (a job's thresholds
 are then absolute): keep the sidecar with the trace.
 """
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cosim.core.clock import duration_problem, to_ticks
+from cosim.core.clock import duration_problem, seconds_to_ticks
 from cosim.errors import InputError
 from cosim.workload.jobs import Job, JobOutcome
 
@@ -171,7 +172,7 @@ def _threshold(text: str, walltime: int, *, what: str) -> int:
             problem = duration_problem(seconds)
             if problem:
                 raise ValueError(problem)
-            return to_ticks(seconds)
+            return seconds_to_ticks(text[:-1].strip())
         factor = float(text)
     except ValueError as exc:
         msg = str(exc) if "seconds" in str(exc) else (
@@ -303,6 +304,7 @@ def read_values(path: str | os.PathLike[str], jobs: Sequence[Job], *,
             if betas is not None:
                 betas[jid] = beta
         out[jid] = JobValue(v=nums["value"], u=nums["value_min"],
-                            soft=max(to_ticks(nums["soft_s"]), 1),
-                            hard=max(to_ticks(nums["hard_s"]), 1), decay=decay)
+                            soft=max(seconds_to_ticks(cell["soft_s"]), 1),
+                            hard=max(seconds_to_ticks(cell["hard_s"]), 1),
+                            decay=decay)
     return out

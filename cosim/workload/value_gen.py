@@ -10,12 +10,12 @@ jobs, their order or their number. Its thresholds are ``soft`` and ``hard`` time
 time ``T`` (the walltime; **1 s for a job of walltime 0**, where the CosimApp keys of
 `cosim.workload.value` would use 1 tick): ``ST = max(round(soft x T), 1)`` ticks, the rule of
 `cosim.workload.value.value_from_pairs`, so the same multiples give the same ticks by either
-route; they are written in seconds after submission, the float ``ST / 1e9``, which
-`read_values` turns back into ``ST`` exactly up to 2**51 ticks (26 days; within a tick up to
-2**53 ticks, 104 days). `write_values` writes the sidecar that
+route; rows carry them in ticks, and the sidecar holds them as exact decimal seconds after
+submission (`cosim.core.clock.format_ticks`), which `read_values` turns back into the very
+ticks at any length. `write_values` writes the sidecar that
 `cosim.workload.value.read_values` reads (``job_id,value,soft_s,hard_s`` and ``value_min``
-when not 0; one row per job in id order; integers where integral, else the shortest
-round-trip float; atomically, `cosim.core.files.atomic_open`).
+when not 0; one row per job in id order; values as integers where integral, else the
+shortest round-trip float; atomically, `cosim.core.files.atomic_open`).
 `scale_arrivals` multiplies the time since the first submission by a factor (``0 < factor <=
 1`` compresses arrivals to over-subscribe the machine; a factor above 1 spreads them and is
 accepted too): ``submit' = first + round((submit - first) x factor)`` in integer ticks, the
@@ -40,7 +40,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
-from cosim.core.clock import MAX_TICKS, TICKS_PER_SECOND, duration_problem, to_seconds
+from cosim.core.clock import MAX_TICKS, TICKS_PER_SECOND, duration_problem, format_ticks, \
+    to_seconds
 from cosim.core.files import atomic_open
 from cosim.core.rng import stream
 from cosim.errors import InputError
@@ -158,18 +159,17 @@ class ValueSpec:
         object.__setattr__(self, "value_min", float(self.value_min))
 
 
-def generate_values(jobs: Sequence[Job], spec: ValueSpec) -> list[tuple[int, float, float,
-                                                                        float]]:
-    """One row ``(job_id, value, soft_s, hard_s)`` per job, in job id order (rules in the
-    module docstring): the value class from the keyed stream ``(spec.seed, "value", id)``,
-    the thresholds in seconds after submission. `InputError` ``field job`` for a job id
+def generate_values(jobs: Sequence[Job], spec: ValueSpec) -> list[tuple[int, float, int, int]]:
+    """One row ``(job_id, value, soft, hard)`` per job, in job id order (rules in the module
+    docstring): the value class from the keyed stream ``(spec.seed, "value", id)``, the
+    thresholds in ticks after submission. `InputError` ``field job`` for a job id
     given twice, ``field hard`` for a threshold beyond the tick range."""
     values = [v for v, _ in spec.classes]
     cumulative, acc = [], 0.0
     for _, p in spec.classes:  # summed in the order given: the same bounds on every run
         acc += p
         cumulative.append(acc)
-    rows: list[tuple[int, float, float, float]] = []
+    rows: list[tuple[int, float, int, int]] = []
     seen: set[int] = set()
     for job in sorted(jobs, key=lambda j: j.id):
         if job.id in seen:
@@ -180,12 +180,11 @@ def generate_values(jobs: Sequence[Job], spec: ValueSpec) -> list[tuple[int, flo
         requested = job.walltime or _ZERO_WALLTIME
         soft = max(round(spec.soft * requested), 1)
         hard = max(round(spec.hard * requested), 1)
-        soft_s, hard_s = to_seconds(soft), to_seconds(hard)
-        problem = duration_problem(hard_s)  # what read_values checks
+        problem = duration_problem(to_seconds(hard))  # what read_values checks
         if problem:
             raise InputError(f"job {job.id}: {spec.hard!r} x its requested time: {problem}",
                              field="hard")
-        rows.append((job.id, value, soft_s, hard_s))
+        rows.append((job.id, value, soft, hard))
     return rows
 
 
@@ -211,18 +210,19 @@ def scale_arrivals(jobs: Sequence[Job], factor: float) -> tuple[Job, ...]:
     return tuple(out)
 
 
-def write_values(path: str | os.PathLike[str], rows: Sequence[tuple[int, float, float, float]],
+def write_values(path: str | os.PathLike[str], rows: Sequence[tuple[int, float, int, int]],
                  *, value_min: float = 0.0) -> None:
-    """Write `rows` (as `generate_values` returns them, in the order given) as the sidecar CSV
-    `cosim.workload.value.read_values` reads: header ``job_id,value,soft_s,hard_s`` (plus
-    ``value_min``, the same for every row, when not 0), numbers as integers where integral,
-    else the shortest round-trip float, so it reads back the very floats; atomically
+    """Write `rows` (as `generate_values` returns them, thresholds in ticks, in the order
+    given) as the sidecar CSV `cosim.workload.value.read_values` reads: header
+    ``job_id,value,soft_s,hard_s`` (plus ``value_min``, the same for every row, when not 0),
+    values as integers where integral, else the shortest round-trip float, thresholds as
+    exact decimal seconds, so it reads back the very floats and ticks; atomically
     (`OutputError`/`InputError` naming the file if it cannot be written)."""
     lines = ["job_id,value,soft_s,hard_s" + (",value_min" if value_min else "")]
     tail = f",{format_value(value_min)}" if value_min else ""
-    for job_id, value, soft_s, hard_s in rows:
-        lines.append(f"{int(job_id)},{format_value(value)},{format_value(soft_s)},"
-                     f"{format_value(hard_s)}{tail}")
+    for job_id, value, soft, hard in rows:
+        lines.append(f"{int(job_id)},{format_value(value)},{format_ticks(soft)},"
+                     f"{format_ticks(hard)}{tail}")
     with atomic_open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
 
