@@ -189,7 +189,8 @@ def run_sweep(runs: Sequence[SweepRun], out: Path, *,
     """Run every unfinished run of `runs` into ``out/runs/<id>/`` with `execute_run(opt,
     run_dir) -> summary` (which writes the run's files, summary.json last), on `jobs` local
     worker processes (``spawn``: clean interpreters; runs handed out as workers free up,
-    longest predicted first), rewriting ``out/sweep.csv`` as each finishes; returns the
+    longest predicted first; an interrupt or an error ends them at once, and they end
+    with this process if it is killed: `cosim.core.workers`), rewriting ``out/sweep.csv`` as each finishes; returns the
     summaries of the runs done here, in spec order. `part` ``(i, n)``: only runs i, i + n,
     i + 2n, ... (1-based, spec order) — a job array's share; the table still lists every
     finished run of the spec, whichever part ran it. `executor`: run them there instead
@@ -218,11 +219,9 @@ def run_sweep(runs: Sequence[SweepRun], out: Path, *,
         for r, (opt, run_dir) in work:
             done(r, execute_run(opt, run_dir))
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from cosim.core.workers import worker_pool
 
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
+        with worker_pool(min(jobs, len(work))) as pool:  # interrupted: workers end too
             _on_executor(pool, work, execute_run, done)
     summaries = _finished_all(runs, out)  # with what other parts finished meanwhile
     _write_table(out / SWEEP_TABLE, runs, summaries)

@@ -4,8 +4,9 @@ folder, checked the same way.
 `workers_and_out` turns ``--workers`` (None: the CPUs this process may use) and ``--out``
 into a worker count and a created folder, or calls the script's `fail` with a one-line
 message naming the option. `run_all` runs the simulations in a given order (the longest
-first, so that a process pool's tail stays short) in-process or over a pool, and returns
-each result under its task's index with the wall time taken. `sigterm_as_interrupt` makes
+first, so that a process pool's tail stays short) in-process or over a pool
+(`cosim.core.workers.worker_pool`: its workers end with the script, and SIGTERM takes the
+Ctrl-C path there), and returns each result under its task's index with the wall time taken. `sigterm_as_interrupt` makes
 SIGTERM (``kill``, ``timeout``, a batch system's limits) take a script's Ctrl-C path, so that
 its sweep stops its workers and finished runs stay. `load_script` imports a study script as
 a module (for its tests).
@@ -19,9 +20,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from cosim.core.workers import worker_pool
 
 __all__ = ["workers_and_out", "run_all", "load_script", "sigterm_as_interrupt"]
 
@@ -52,7 +54,7 @@ def run_all(run: Callable[[Any], Any], tasks: Sequence[Any], order: Sequence[int
         for i in order:
             results[i] = run(tasks[i])
     else:
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+        with sigterm_as_interrupt(), worker_pool(min(workers, len(tasks)), spawn=False) as pool:
             for i, r in zip(order, pool.map(run, [tasks[i] for i in order])):
                 results[i] = r
     return results, time.perf_counter() - wall0

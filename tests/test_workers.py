@@ -1,0 +1,116 @@
+"""Local worker pools end with what they work for (`cosim.core.workers`): a sweep parent
+killed outright leaves no worker running, and an interrupted one (SIGTERM taken as Ctrl-C)
+stops its workers at once instead of waiting for their runs to end, losing no finished run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="signals and re-parenting: POSIX")
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or a zombie (an orphan's exit waits for a reaper that may not run
+    inside a container)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return any(line.startswith("State:") and "Z" in line
+                   for line in status.read_text().splitlines())
+    except OSError:
+        return True
+
+
+def _wait_until(check, timeout: float) -> bool:
+    stop = time.monotonic() + timeout
+    while time.monotonic() < stop:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def _start(script: str, tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
+    """Run `script` in a new Python process, and the pids of its two workers once both are
+    busy (each touches ``<pid>.busy`` under `tmp_path` when its task starts)."""
+    (tmp_path / "slow.py").write_text(textwrap.dedent("""
+        import os, time
+        from pathlib import Path
+
+        def nap(where):
+            Path(where, f"{os.getpid()}.busy").touch()
+            time.sleep(120)
+
+        def slow_run(opt, run_dir):
+            nap(run_dir)
+            return {}
+    """))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    markers = lambda: list(tmp_path.rglob("*.busy"))  # noqa: E731
+    if not _wait_until(lambda: len(markers()) == 2 or proc.poll() is not None, 60):
+        proc.kill()
+    if len(markers()) != 2:
+        proc.kill()
+        raise AssertionError(f"the parent did not start two workers: {proc.communicate()}")
+    return proc, sorted(int(m.stem) for m in markers())
+
+
+def test_workers_end_when_their_parent_is_killed(tmp_path):
+    proc, workers = _start("""
+        import time
+        from cosim.core.workers import worker_pool
+        import slow
+
+        with worker_pool(2) as pool:
+            futures = [pool.submit(slow.nap, ".") for _ in range(2)]
+            time.sleep(120)
+    """, tmp_path)
+    assert not any(_gone(w) for w in workers)
+    proc.kill()  # SIGKILL: no handler, no cleanup in the parent
+    proc.wait(10)
+    assert _wait_until(lambda: all(_gone(w) for w in workers), 10), \
+        "a worker outlived its killed parent"
+
+
+def test_an_interrupted_sweep_stops_its_workers_at_once(tmp_path):
+    """SIGTERM to the parent only (``kill PID``, ``timeout``): the sweep's Ctrl-C path ends
+    both runs in progress without waiting for them and leaves them unfinished (config.json,
+    no summary.json), to be run again by the next invocation."""
+    proc, workers = _start("""
+        from pathlib import Path
+        from cosim.experiment import RunOptions
+        from cosim.sweep import SweepRun, run_sweep
+        from cosim.testing.study import sigterm_as_interrupt
+        import slow
+
+        Path("w.swf").write_text("")
+        runs = [SweepRun(id=f"r{i}", opt=RunOptions(workload="w.swf"), varying=(("seed", i),))
+                for i in range(2)]
+        with sigterm_as_interrupt():
+            try:
+                run_sweep(runs, Path("out"), execute_run=slow.slow_run, jobs=2)
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+    """, tmp_path)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - t0 < 10, "the interrupted sweep waited for its runs"
+    assert out.strip() == "interrupted", err
+    assert _wait_until(lambda: all(_gone(w) for w in workers), 10)
+    for i in range(2):
+        run_dir = tmp_path / "out" / "runs" / f"r{i}"
+        assert (run_dir / "config.json").exists() and not (run_dir / "summary.json").exists()
