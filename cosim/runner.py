@@ -17,7 +17,9 @@ tick itself, so that apps started there report their promises before time moves 
 promise is never made without the app that makes it. When those commands only start or kill
 trace jobs, that round is the trace endpoint's alone, in this process (`AlsGroup.local_round`:
 the other endpoints, already at that tick, would add nothing), and ``rounds`` counts it not. Jobs are taken in ``(submit, id)``
-order, so the order of the input never matters; ids must be unique.
+order, so the order of the input never matters; ids must be unique. A workload of rigid trace
+jobs whose policies need nothing else (`cosim.bls.replay.replayable`) is run by the trace
+replay instead, which gives the same result without rounds (``replay=False``: the round loop).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from typing import Any
 import numpy as np
 
 from cosim.bls.power import totals as power_totals
+from cosim.bls.replay import replay as replay_trace
+from cosim.bls.replay import replayable
 from cosim.bls.scheduler import BatchConfig, BatchScheduler
 from cosim.errors import InputError, ProtocolError
 from cosim.placement import TRACE, LeastWork, app_ranks
@@ -122,6 +126,7 @@ def simulate(
     rank0_apps: bool = False,
     progress: Callable[[int, int], None] | None = None,
     power: Any = None,
+    replay: bool = True,
 ) -> SimResult:
     """Simulate `jobs` on the first `n_hosts` hosts of a machine.
 
@@ -153,6 +158,10 @@ def simulate(
     power:
         The hosts' power model (`cosim.platform.power.PowerModel`) for a power cap; default:
         the platform's.
+    replay:
+        Run a workload of rigid trace jobs by the trace replay (`cosim.bls.replay`) where it
+        qualifies: the same result, without the round loop. False: the round loop always
+        (the reference the replay is tested against).
     """
     wall0 = time.perf_counter()
     if n_hosts < 1:
@@ -182,6 +191,8 @@ def simulate(
     if batch.power_capped and coupled:
         raise InputError("a power cap needs trace jobs: the application level does not model "
                          "power (jobs with an app model are not re-timed)", field="power-cap")
+    if replay and not coupled and replayable(batch, host_cores, order, quantum):
+        return _replayed(order, batch, host_cores, progress, wall0)
     sched = BatchScheduler(cores=host_cores, config=batch, power=power)
     from cosim.als.trace_apps import TraceApps
 
@@ -230,6 +241,22 @@ def simulate(
                      tuning=tuple(sched.tuner.log) if sched.tuner is not None else (),
                      power=None if sched.power is None else
                      power_totals(sched.power, sched.power_changes))
+
+
+def _replayed(order: Sequence[Job], batch: BatchConfig, host_cores: Sequence[int],
+              progress: Callable[[int, int], None] | None, wall0: float) -> SimResult:
+    """`simulate` by the trace replay (`cosim.bls.replay`): the same result, no rounds."""
+    t0 = time.perf_counter()
+    r = replay_trace(order, config=batch, cores=host_cores, progress=progress)
+    wall_bls = time.perf_counter() - t0
+    outcomes = tuple(r.outcomes[j.id] for j in sorted(order, key=lambda j: j.id))
+    stats = RunStats(rounds=r.rounds, passes=r.passes, events=r.facts + r.submissions + r.kills,
+                     facts=r.facts, submissions=r.submissions, kills=r.kills,
+                     rejected=r.rejected, wall_s=time.perf_counter() - wall0,
+                     wall_bls_s=wall_bls, scattered_starts=r.scattered_starts)
+    return SimResult(outcomes=outcomes, stats=stats,
+                     first_reservation=dict(sorted(r.first_reservation.items())),
+                     allocations=r.allocations)
 
 
 def replayed_fair_starts(jobs: Sequence[Job], *, n_hosts: int, cores_per_host: int = 1,

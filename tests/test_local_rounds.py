@@ -26,11 +26,12 @@ S = 1_000_000_000
 
 
 def both(monkeypatch, jobs, **kw):
-    """(with local rounds, with full rounds only) of one simulation."""
-    fast = simulate(jobs, **kw)
+    """(with local rounds, with full rounds only) of one simulation by the round loop (not
+    the trace replay, which has no rounds: tests/test_replay.py)."""
+    fast = simulate(jobs, replay=False, **kw)
     with monkeypatch.context() as m:
         m.setattr(LocalAls, "local_round", lambda self, grant, commands: None)
-        full = simulate(jobs, **kw)
+        full = simulate(jobs, replay=False, **kw)
     return fast, full
 
 

@@ -1,0 +1,245 @@
+"""The trace replay: the batch level alone, on plain data, for runs of rigid trace jobs
+(DESIGN §12: a trace-driven job should cost the batch level a few µs, not the protocol's
+machinery around its rule).
+
+When every job of a run is a rigid trace job (its run time given by the trace, app
+``rigid``), nothing the application level could report is unknown: a job started at ``t``
+ends at ``t + runtime``, or is killed at ``t + walltime`` when its run time is longer and
+walltimes are enforced. `replay` then runs the batch level without rounds, facts, commands or
+per-PE state: the queue as sorted keys, the free hosts as a byte per host, the running jobs'
+expected ends as a sorted list, their real ends in a heap. It calls the *same* policies as
+`BatchScheduler` (`policies.backfill(...).plan`, the priority key, `policies.selection(...)`
+on a boolean view of the free hosts, `window_plan` for a window), at the same ticks and in
+the same order (`cosim.bls.scheduler`): at a tick, the jobs completing, then the jobs killed,
+then the submissions (a job larger than the machine rejected), then one pass if anything
+changed or the policy asked for one (`Plan.wake_at`), its reservations noted as the first a
+job got; a job ending at the tick it started makes another pass at that tick. So its
+outcomes, allocation log, first reservations and counters (`rounds`: the ticks at which
+anything happened, as the round loop counts its grants; `facts`: a start and an end reported
+per started job) are those of the round loop, which stays the reference for everything else
+(app-driven jobs, RCA, resizes, a power cap, dynamic priorities, the metric-aware tuner,
+``--bf-interval``, a quantum, hosts of different core counts): `replayable` says which runs
+qualify, and tests/test_replay.py checks the equality on every backfill policy, priority
+and selection, on random workloads and on whole traces.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cosim.bls import policies
+from cosim.bls.alloclog import OWN, AllocLog
+from cosim.bls.policies.base import PassView, QueueView
+from cosim.bls.policies.window import plan as window_plan
+from cosim.core.indexset import IndexSet
+from cosim.errors import InputError, ProtocolError
+from cosim.platform.allocation import spread_runs
+from cosim.workload.jobs import Job, JobOutcome
+
+__all__ = ["Replayed", "replayable", "replay"]
+
+#: ticks between two calls of the progress callback, as the round loop counts them
+_PROGRESS_EVERY = 512
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replayed:
+    """What `replay` returns: outcomes by job id, first reservations, the allocation log's
+    table and the counters of `cosim.runner.RunStats` it determines."""
+
+    outcomes: dict[int, JobOutcome]
+    first_reservation: dict[int, int]
+    allocations: np.ndarray
+    rounds: int
+    passes: int
+    facts: int
+    submissions: int
+    kills: int
+    rejected: int
+    scattered_starts: int
+
+
+def replayable(config: Any, cores: Sequence[int], jobs: Sequence[Job], quantum: int) -> bool:
+    """True when `replay` gives exactly what the round loop would (module docstring)."""
+    from cosim.bls.scheduler import initial_tunables
+
+    if quantum or len(set(cores)) > 1:
+        return False
+    if (config.power_capped or config.rca or config.exclusion or config.malleable != "none"
+            or config.adaptive != "off" or config.bf_interval):
+        return False
+    if config.priority_key is None:
+        order = policies.priority(config.priority)
+        if order.rank is not None or order.value_based or config.drop_hopeless:
+            return False
+    elif config.drop_hopeless:
+        return False
+    if initial_tunables(config).bf != 1.0:
+        return False
+    return all(j.app == "rigid" and j.kind == "rigid" for j in jobs)
+
+
+def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
+           progress: Callable[[int, int], None] | None = None) -> Replayed:
+    """Run `order` (the jobs sorted by ``(submit, id)``) on hosts of `cores` PEs under
+    `config` (a `BatchConfig` that `replayable` accepts)."""
+    from cosim.bls.scheduler import initial_tunables
+
+    n_hosts, n_cores = len(cores), cores[0]
+    user_key = config.priority_key
+    key_of = user_key if user_key is not None else policies.priority(config.priority).key
+    plan_of = policies.backfill(config.backfill).plan
+    select = policies.selection(config.selection).select
+    contiguous = config.selection == "contiguous"
+    first_fit = config.selection == "first-fit"  # `_first_fit`, the same hosts without numpy
+    kill = config.walltime_kill
+    tunables = initial_tunables(config)
+    window = tunables.window
+
+    free = bytearray(b"\x01") * n_hosts
+    mask = np.frombuffer(free, dtype=np.bool_)  # the selection policies' view of `free`
+    n_free = n_hosts
+    qkeys: list[tuple[Any, ...]] = []
+    qjobs: list[Job] = []
+    keys: dict[int, tuple[Any, ...]] = {}
+    stamp = [0]
+    ends: list[tuple[int, int, int, int]] = []  # (expected end, id, hosts, start), sorted
+    heap: list[tuple[int, int, int]] = []  # (end, 0 completed / 1 killed, id)
+    running: dict[int, tuple[Job, int, IndexSet]] = {}  # id -> (job, start, hosts)
+    outcomes: dict[int, JobOutcome] = {}
+    first: dict[int, int] = {}
+    log = AllocLog()
+    memo: Any = None
+    wake: int | None = None
+    rounds = passes = facts = kills = rejected = scattered = 0
+    last = 0  # the latest tick reached
+    n, i = len(order), 0
+    max_pes = n_cores
+
+    def end(jid: int, now: int, status: str) -> None:
+        nonlocal n_free
+        job, start, hosts = running.pop(jid)
+        del ends[bisect_left(ends, (start + job.walltime, jid))]
+        runs = hosts.runs
+        for f, m in runs:
+            free[f:f + m] = b"\x01" * m
+        n_free += job.hosts
+        if now > start:
+            for f, m, k in spread_runs(runs, job.pes, job.hosts):
+                log.add(jid, f, m, 0, k, start, now, OWN, jid)
+        outcomes[jid] = JobOutcome(job=job, start=start, end=now, hosts=hosts, status=status,
+                                   pe_ticks=job.pes * (now - start), pes_start=job.pes)
+
+    while True:
+        # the next tick at which anything happens: a submission, an end, a pass asked for
+        t = order[i].submit if i < n else None
+        for c in (heap[0][0] if heap else None, wake):
+            if c is not None and (t is None or c < t):
+                t = c
+        if t is None:
+            break
+        rounds += 1
+        last = t
+        if progress is not None and not rounds % _PROGRESS_EVERY:
+            progress(t, len(outcomes))
+        dirty = False
+        if wake is not None and wake <= t:
+            wake = None
+            dirty = True
+        while True:
+            while heap and heap[0][0] <= t:  # completions, then kills (job id order in each)
+                _, killed, jid = heapq.heappop(heap)
+                end(jid, t, "killed" if killed else "completed")
+                kills += killed
+                facts += 1  # the app's end (a kill's confirmation)
+                dirty = True
+            while i < n and order[i].submit <= t:
+                job = order[i]
+                i += 1
+                if job.pes > job.hosts * max_pes:
+                    raise InputError(f"job {job.id}: {job.pes} PEs do not fit on {job.hosts} "
+                                     f"hosts of {max_pes} cores", field="pes")
+                if job.hosts > n_hosts:
+                    rejected += 1
+                    outcomes[job.id] = JobOutcome(job=job, start=None, end=None, hosts=(),
+                                                  status="rejected")
+                    continue
+                k = (-job.priority, *key_of(job), job.id)
+                at = bisect_right(qkeys, k)
+                qkeys.insert(at, k)
+                qjobs.insert(at, job)
+                keys[job.id] = k
+                stamp[0] += 1
+                dirty = True
+            if not (dirty and qjobs):
+                break
+            dirty = False
+            passes += 1
+            view = PassView(now=t, n_hosts=n_hosts, free=n_free, queue=QueueView(qjobs, stamp),
+                            running=tuple(ends), memo=memo, tunables=tunables, power=None)
+            plan = (plan_of(view) if window <= 1 else
+                    window_plan(view, plan_of, window, config.makespan_cap))
+            memo, wake = plan.memo, plan.wake_at
+            for jid, r in plan.reservations.items():
+                if jid not in first:
+                    first[jid] = r
+            for job in plan.starts:
+                if job.hosts > n_free:
+                    raise ProtocolError(f"plan starts job {job.id} on {job.hosts} hosts, "
+                                        f"{n_free} free")
+                at = bisect_left(qkeys, keys.pop(job.id))
+                del qkeys[at], qjobs[at]
+                stamp[0] += 1
+                if first_fit:
+                    hosts = _first_fit(free, job.hosts)
+                else:
+                    idx = select(mask, job.hosts)
+                    if contiguous and int(idx[-1]) - int(idx[0]) + 1 != len(idx):
+                        scattered += 1
+                    hosts = IndexSet.from_sorted(idx)
+                for f, m in hosts.runs:
+                    free[f:f + m] = bytes(m)
+                n_free -= job.hosts
+                running[job.id] = (job, t, hosts)
+                insort(ends, (t + job.walltime, job.id, job.hosts, t))
+                wall = job.walltime
+                if kill and job.runtime > wall:
+                    heapq.heappush(heap, (t + wall, 1, job.id))
+                else:
+                    heapq.heappush(heap, (t + job.runtime, 0, job.id))
+                facts += 1  # the app's start
+            if not (heap and heap[0][0] <= t):
+                break  # else: jobs ending where they started, and another pass
+    if qjobs or running:
+        raise ProtocolError("simulation ended with jobs still queued or running")
+    if progress is not None:
+        progress(last, len(outcomes))
+    return Replayed(outcomes=outcomes, first_reservation=first, allocations=log.table(),
+                    rounds=rounds, passes=passes, facts=facts, submissions=n, kills=kills,
+                    rejected=rejected, scattered_starts=scattered)
+
+
+def _first_fit(free: bytearray, count: int) -> IndexSet:
+    """`cosim.bls.policies.first_fit.select` on the free-host bytes: the `count` free hosts
+    with the lowest indices, found run by run (the runs taken are maximal: hosts between
+    them are busy). ValueError when fewer are free, as there."""
+    firsts: list[int] = []
+    counts: list[int] = []
+    need, at, n = count, 0, len(free)
+    while need:
+        a = free.find(1, at)
+        if a < 0:
+            raise ValueError(f"{count} hosts asked, {count - need} free")
+        b = free.find(0, a)
+        m = min((n if b < 0 else b) - a, need)
+        firsts.append(a)
+        counts.append(m)
+        need -= m
+        at = a + m
+    return IndexSet(tuple(firsts), tuple(counts))

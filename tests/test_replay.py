@@ -1,0 +1,126 @@
+"""The trace replay (`cosim.bls.replay`) gives exactly what the round loop gives: outcomes,
+allocation log, first reservations and counters, on every backfill policy, static priority
+and host selection it takes, with and without walltime kills, on random workloads and whole
+traces; and `replayable` turns away every run it cannot replay."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cosim.bls import BatchConfig, policies
+from cosim.bls.replay import replayable
+from cosim.errors import InputError
+from cosim.runner import simulate
+from cosim.testing.workloads import lublin_like
+from cosim.workload.jobs import Job
+
+S = 1_000_000_000
+
+BACKFILLS = [b for b in policies.BACKFILLS if b != "greedy"] + ["greedy"]
+STATIC = [p for p in policies.PRIORITIES if policies.priority(p).rank is None]
+SELECTIONS = list(policies.SELECTIONS)
+
+
+def _both(jobs, **kw):
+    """(replayed, round loop) results of one simulation."""
+    return simulate(jobs, **kw), simulate(jobs, replay=False, **kw)
+
+
+def _same(a, b) -> None:
+    assert a.outcomes == b.outcomes
+    assert np.array_equal(a.allocations, b.allocations)
+    assert a.first_reservation == b.first_reservation
+    stats = [{k: v for k, v in dataclasses.asdict(r.stats).items() if not k.startswith("wall")}
+             for r in (a, b)]
+    assert stats[0] == stats[1]
+
+
+def test_the_built_in_static_policies_are_all_covered():
+    assert set(STATIC) == {"fcfs", "sjf"} and set(BACKFILLS) == {"none", "easy",
+                                                                 "conservative", "greedy"}
+
+
+@st.composite
+def workloads(draw):
+    n_hosts = draw(st.integers(1, 10))
+    cores = draw(st.integers(1, 3))
+    n = draw(st.integers(1, 25))
+    jobs = []
+    for i in range(n):
+        hosts = draw(st.integers(1, n_hosts + 1))  # one more than the machine: rejected
+        runtime = draw(st.sampled_from([0, 1, 2, 3, 5, 8])) * S
+        walltime = draw(st.sampled_from([0, 1, 2, 3, 5, 8, 13])) * S
+        jobs.append(Job(id=i + 1, submit=draw(st.integers(0, 12)) * S, hosts=hosts,
+                        pes=hosts * draw(st.integers(1, cores)), runtime=runtime,
+                        walltime=walltime, priority=int(draw(st.integers(0, 9)) == 0)))
+    return n_hosts, cores, jobs
+
+
+@settings(max_examples=250, deadline=None)
+@given(workloads(), st.sampled_from(BACKFILLS), st.sampled_from(STATIC),
+       st.sampled_from(SELECTIONS), st.booleans(), st.sampled_from([1, 1, 3]))
+def test_the_replay_equals_the_round_loop(w, backfill, priority, selection, kill, window):
+    """Ties everywhere: equal submits, ends at submits, zero run times and walltimes (a job
+    ending or killed where it started), kills at the tick others complete, priority jobs,
+    jobs larger than the machine."""
+    n_hosts, cores, jobs = w
+    try:
+        config = BatchConfig(backfill=backfill, priority=priority, selection=selection,
+                             walltime_kill=kill, window=window)
+    except InputError:  # a combination BatchConfig refuses
+        return
+    assert replayable(config, [cores] * n_hosts, jobs, 0)
+    _same(*_both(jobs, n_hosts=n_hosts, cores_per_host=cores, batch=config))
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy", "conservative"])
+def test_lublin_like_workload_identical(backfill):
+    jobs = lublin_like(3000, 64, np.random.default_rng(5), cores=2)
+    config = BatchConfig(backfill=backfill, priority="sjf" if backfill == "easy" else "fcfs")
+    _same(*_both(jobs, n_hosts=64, cores_per_host=2, batch=config))
+
+
+def test_kth_sp2_identical_under_easy():
+    from cosim.paths import TRACES_DIR
+    from cosim.workload.swf import read_swf
+
+    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    jobs = [j for j in w.jobs if j.id <= 8000]
+    a, b = _both(jobs, n_hosts=100, batch=BatchConfig())
+    _same(a, b)
+    assert a.stats.rounds == b.stats.rounds > len(jobs)
+
+
+def test_progress_is_told_as_by_the_round_loop():
+    jobs = lublin_like(1500, 16, np.random.default_rng(2))
+    calls = [[], []]
+    for k, replay in enumerate((True, False)):
+        simulate(jobs, n_hosts=16, replay=replay,
+                 progress=lambda t, n, out=calls[k]: out.append((t, n)))
+    assert calls[0] == calls[1] and len(calls[0]) > 2
+
+
+def _job(**kw) -> Job:
+    base = dict(id=1, submit=0, hosts=1, pes=1, runtime=S, walltime=2 * S)
+    return Job(**{**base, **kw})
+
+
+@pytest.mark.parametrize("config, cores, jobs, quantum", [
+    (BatchConfig(rca=True), [1] * 4, [_job()], 0),
+    (BatchConfig(malleable="equi"), [1] * 4, [_job()], 0),
+    (BatchConfig(priority="wfp"), [1] * 4, [_job()], 0),
+    (BatchConfig(adaptive="w"), [1] * 4, [_job()], 0),
+    (BatchConfig(bf_interval=30 * S), [1] * 4, [_job()], 0),
+    (BatchConfig(), [1] * 4, [_job()], S),  # a quantum
+    (BatchConfig(), [1, 1, 2, 2], [_job()], 0),  # hosts of different core counts
+    (BatchConfig(), [1] * 4, [_job(app="mandelbrot")], 0),
+    (BatchConfig(), [2] * 4, [_job(kind="malleable", pes=2, min_pes=1, max_pes=4)], 0),
+])
+def test_what_the_replay_turns_away(config, cores, jobs, quantum):
+    assert not replayable(config, cores, jobs, quantum)
+    assert replayable(BatchConfig(), [1] * 4, [_job()], 0)
