@@ -114,6 +114,8 @@ def _job(**kw) -> Job:
     (BatchConfig(rca=True), [1] * 4, [_job()], 0),
     (BatchConfig(malleable="equi"), [1] * 4, [_job()], 0),
     (BatchConfig(priority="wfp"), [1] * 4, [_job()], 0),
+    (BatchConfig(priority="vpt", backfill="greedy"), [1] * 4, [_job()], 0),
+    (BatchConfig(drop_hopeless=True), [1] * 4, [_job()], 0),
     (BatchConfig(adaptive="w"), [1] * 4, [_job()], 0),
     (BatchConfig(bf_interval=30 * S), [1] * 4, [_job()], 0),
     (BatchConfig(), [1] * 4, [_job()], S),  # a quantum

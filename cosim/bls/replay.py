@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from cosim.bls import policies
-from cosim.bls.alloclog import OWN, AllocLog
+from cosim.bls.alloclog import ALLOC_DTYPE, OWN, AllocLog
 from cosim.bls.policies.base import PassView, QueueView
 from cosim.bls.policies.window import plan as window_plan
 from cosim.core.indexset import IndexSet
@@ -67,21 +67,15 @@ class Replayed:
 
 def replayable(config: Any, cores: Sequence[int], jobs: Sequence[Job], quantum: int) -> bool:
     """True when `replay` gives exactly what the round loop would (module docstring)."""
-    from cosim.bls.scheduler import initial_tunables
-
     if quantum or len(set(cores)) > 1:
         return False
     if (config.power_capped or config.rca or config.exclusion or config.malleable != "none"
             or config.adaptive != "off" or config.bf_interval):
         return False
-    if config.priority_key is None:
-        order = policies.priority(config.priority)
-        if order.rank is not None or order.value_based or config.drop_hopeless:
-            return False
-    elif config.drop_hopeless:
+    if config.drop_hopeless:  # (value-based orders drop by default: they rank, too)
         return False
-    if initial_tunables(config).bf != 1.0:
-        return False
+    if config.priority_key is None and policies.priority(config.priority).rank is not None:
+        return False  # a dynamic order, ranked at every pass
     return all(j.app == "rigid" and j.kind == "rigid" for j in jobs)
 
 
@@ -111,10 +105,11 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
     stamp = [0]
     ends: list[tuple[int, int, int, int]] = []  # (expected end, id, hosts, start), sorted
     heap: list[tuple[int, int, int]] = []  # (end, 0 completed / 1 killed, id)
-    running: dict[int, tuple[Job, int, IndexSet]] = {}  # id -> (job, start, hosts)
+    # id -> (job, start, its hosts, and their runs)
+    running: dict[int, tuple[Job, int, IndexSet, Sequence[tuple[int, int]]]] = {}
     outcomes: dict[int, JobOutcome] = {}
     first: dict[int, int] = {}
-    log = AllocLog()
+    rows: list[tuple[int, ...]] = []  # allocation log rows (`ALLOC_DTYPE`'s fields, in order)
     memo: Any = None
     wake: int | None = None
     rounds = passes = facts = kills = rejected = scattered = 0
@@ -124,15 +119,14 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
 
     def end(jid: int, now: int, status: str) -> None:
         nonlocal n_free
-        job, start, hosts = running.pop(jid)
+        job, start, hosts, runs = running.pop(jid)
         del ends[bisect_left(ends, (start + job.walltime, jid))]
-        runs = hosts.runs
         for f, m in runs:
             free[f:f + m] = b"\x01" * m
         n_free += job.hosts
         if now > start:
             for f, m, k in spread_runs(runs, job.pes, job.hosts):
-                log.add(jid, f, m, 0, k, start, now, OWN, jid)
+                rows.append((jid, f, m, 0, k, start, now, OWN, jid))
         outcomes[jid] = JobOutcome(job=job, start=start, end=now, hosts=hosts, status=status,
                                    pe_ticks=job.pes * (now - start), pes_start=job.pes)
 
@@ -197,16 +191,17 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
                 del qkeys[at], qjobs[at]
                 stamp[0] += 1
                 if first_fit:
-                    hosts = _first_fit(free, job.hosts)
+                    hosts, runs = _first_fit(free, job.hosts)
                 else:
                     idx = select(mask, job.hosts)
                     if contiguous and int(idx[-1]) - int(idx[0]) + 1 != len(idx):
                         scattered += 1
                     hosts = IndexSet.from_sorted(idx)
-                for f, m in hosts.runs:
+                    runs = hosts.runs
+                for f, m in runs:
                     free[f:f + m] = bytes(m)
                 n_free -= job.hosts
-                running[job.id] = (job, t, hosts)
+                running[job.id] = (job, t, hosts, runs)
                 insort(ends, (t + job.walltime, job.id, job.hosts, t))
                 wall = job.walltime
                 if kill and job.runtime > wall:
@@ -220,15 +215,19 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
         raise ProtocolError("simulation ended with jobs still queued or running")
     if progress is not None:
         progress(last, len(outcomes))
+    log = AllocLog()
+    if rows:
+        columns = np.array(rows, dtype=np.int64)
+        log.extend(**{name: columns[:, k] for k, name in enumerate(ALLOC_DTYPE.names)})
     return Replayed(outcomes=outcomes, first_reservation=first, allocations=log.table(),
                     rounds=rounds, passes=passes, facts=facts, submissions=n, kills=kills,
                     rejected=rejected, scattered_starts=scattered)
 
 
-def _first_fit(free: bytearray, count: int) -> IndexSet:
+def _first_fit(free: bytearray, count: int) -> tuple[IndexSet, list[tuple[int, int]]]:
     """`cosim.bls.policies.first_fit.select` on the free-host bytes: the `count` free hosts
     with the lowest indices, found run by run (the runs taken are maximal: hosts between
-    them are busy). ValueError when fewer are free, as there."""
+    them are busy), and those runs. ValueError when fewer are free, as there."""
     firsts: list[int] = []
     counts: list[int] = []
     need, at, n = count, 0, len(free)
@@ -242,4 +241,4 @@ def _first_fit(free: bytearray, count: int) -> IndexSet:
         counts.append(m)
         need -= m
         at = a + m
-    return IndexSet(tuple(firsts), tuple(counts))
+    return IndexSet(tuple(firsts), tuple(counts)), list(zip(firsts, counts))

@@ -65,8 +65,7 @@ def seconds_to_ticks(text: str) -> int:
 
 def format_ticks(ticks: int) -> str:
     """Ticks as exact decimal seconds without trailing zeros: ``1500000000`` -> ``'1.5'``."""
-    sign = "-" if ticks < 0 else ""
-    whole, frac = divmod(abs(int(ticks)), TICKS_PER_SECOND)
-    if not frac:
-        return f"{sign}{whole}"
-    return f"{sign}{whole}.{frac:09d}".rstrip("0")
+    if ticks < 0:
+        return "-" + format_ticks(-ticks)
+    whole, frac = divmod(int(ticks), TICKS_PER_SECOND)  # (the writers' hottest call)
+    return f"{whole}.{frac:09d}".rstrip("0") if frac else str(whole)

@@ -46,12 +46,14 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 from cosim.core.clock import format_ticks, seconds_to_ticks
 from cosim.core.files import atomic_open
@@ -324,9 +326,19 @@ def _job_fields(job: Job, exe: int | None) -> list[str]:
     return f
 
 
+def _cores_held(hosts: Any, before: Sequence[int]) -> int:
+    """The cores of `hosts` given `before`, the cores of the hosts below each index (a prefix
+    sum, one entry more than the hosts): by runs of hosts for an `IndexSet`."""
+    runs = getattr(hosts, "runs", None)
+    if runs is None:
+        return sum(before[h + 1] - before[h] for h in hosts)
+    return sum(before[f + n] - before[f] for f, n in runs)
+
+
 def _outcome_fields(out: JobOutcome, exe: int | None,
                     cores_per_host: int | Sequence[int]) -> list[str]:
-    """The 18 fields of a schedule line (rules in the module docstring)."""
+    """The 18 fields of a schedule line (rules in the module docstring); `cores_per_host`
+    one count, or the prefix sums of the hosts' counts (`_cores_held`)."""
     job = out.job
     if out.status not in _STATUS:
         raise ValueError(f"job {job.id}: unknown outcome status {out.status!r}")
@@ -338,7 +350,7 @@ def _outcome_fields(out: JobOutcome, exe: int | None,
                              f"start={out.start} end={out.end}")
         wait, run = format_ticks(out.start - job.submit), format_ticks(out.end - out.start)
         alloc = str(len(out.hosts) * cores_per_host if isinstance(cores_per_host, int)
-                    else sum(cores_per_host[h] for h in out.hosts))
+                    else _cores_held(out.hosts, cores_per_host))
     if exe is None:
         exe = int(_raw(job, 13))
     return [
@@ -424,6 +436,10 @@ def write_swf(path: str | os.PathLike[str], outcomes: Iterable[JobOutcome], *,
         For an outcome with an unknown status or inconsistent times, or a bad header key.
     """
     ordered = sorted(outcomes, key=lambda o: (o.job.submit, o.job.id))
+    if not isinstance(cores_per_host, int):
+        counts = [int(c) for c in cores_per_host]
+        cores_per_host = (counts[0] if counts and len(set(counts)) == 1 else
+                          [0, *itertools.accumulate(counts)])
     exes, apps = _app_table([o.job for o in ordered], prefer_fracs)
     buf = io.StringIO()
     buf.write(_header_text(_build_header(header, len(ordered), apps, schedule=True)))

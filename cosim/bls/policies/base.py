@@ -79,8 +79,10 @@ class QueueView(Sequence[Job]):
         return len(self._live())
 
     def __getitem__(self, i):  # type: ignore[override]
-        got = self._live()[i]
-        return tuple(got) if isinstance(i, slice) else got
+        if self._stamp[0] != self._at:  # `_live`, inlined: the passes' hottest read
+            self._live()
+        got = self._jobs[i]
+        return tuple(got) if type(i) is slice else got
 
     def __iter__(self):
         return iter(self._live())
