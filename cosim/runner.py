@@ -169,6 +169,9 @@ def simulate(
     if quantum < 0:
         raise InputError("the quantum must be >= 0", field="quantum")
     if platform is not None:
+        if n_hosts > len(platform.hosts):
+            raise InputError(f"the platform {platform.name!r} has {len(platform.hosts)} hosts, "
+                             f"{n_hosts} asked for", field="hosts")
         host_cores = [h.cores for h in platform.hosts[:n_hosts]]
     else:
         cores_per_host = 1 if cores_per_host is None else cores_per_host

@@ -25,6 +25,15 @@ from cosim.workload.jobs import Job
 S = 1_000_000_000  # ticks per second: goldens are written in seconds
 
 
+@pytest.fixture(autouse=True, params=["replay", "round loop"])
+def both_paths(request, monkeypatch):
+    """Every test here runs twice: as `simulate` runs trace workloads (the trace replay,
+    `cosim.bls.replay`), and through the round loop (the reference the replay must equal)."""
+    if request.param == "round loop":
+        monkeypatch.setattr("cosim.runner.replayable", lambda *a, **k: False)
+    return request.param
+
+
 def job(i, submit, hosts, run, wall=None, *, prio=0, pes=None):
     """A rigid job with times in seconds (walltime defaults to the run time)."""
     return Job(id=i, submit=submit * S, hosts=hosts, pes=pes or hosts,

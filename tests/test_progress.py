@@ -60,7 +60,7 @@ def test_the_main_job_says_what_it_simulates_unless_quiet(tmp_path):
 def test_the_round_loop_reports_every_job_ended():
     jobs = lublin_like(3_000, 64, np.random.default_rng(3), load=0.9)
     seen: list[tuple[int, int]] = []
-    res = simulate(jobs, n_hosts=64, batch=BatchConfig(backfill="easy"),
+    res = simulate(jobs, n_hosts=64, batch=BatchConfig(backfill="easy"), replay=False,
                    progress=lambda t, n: seen.append((t, n)))
     assert len(seen) >= res.stats.rounds // 512  # every 512 rounds, and at the end
     ticks, ended = zip(*seen)

@@ -56,26 +56,46 @@ def workloads(draw):
         runtime = draw(st.sampled_from([0, 1, 2, 3, 5, 8])) * S
         walltime = draw(st.sampled_from([0, 1, 2, 3, 5, 8, 13])) * S
         jobs.append(Job(id=i + 1, submit=draw(st.integers(0, 12)) * S, hosts=hosts,
-                        pes=hosts * draw(st.integers(1, cores)), runtime=runtime,
-                        walltime=walltime, priority=int(draw(st.integers(0, 9)) == 0)))
+                        pes=draw(st.integers(hosts, hosts * cores)), runtime=runtime,
+                        walltime=walltime, priority=draw(st.sampled_from([0] * 8 + [1, 2])),
+                        user=draw(st.integers(0, 3))))
     return n_hosts, cores, jobs
 
 
-@settings(max_examples=250, deadline=None)
-@given(workloads(), st.sampled_from(BACKFILLS), st.sampled_from(STATIC),
-       st.sampled_from(SELECTIONS), st.booleans(), st.sampled_from([1, 1, 3]))
-def test_the_replay_equals_the_round_loop(w, backfill, priority, selection, kill, window):
+def _by_user(job: Job) -> tuple[int, int]:
+    """A user's own static order (`BatchConfig.priority_key`): users, then walltime."""
+    return (job.user, -job.walltime)
+
+
+@settings(max_examples=300, deadline=None)
+@given(workloads(), st.sampled_from(BACKFILLS), st.sampled_from(STATIC + ["key"]),
+       st.sampled_from(SELECTIONS), st.booleans(), st.sampled_from([1, 1, 3]),
+       st.sampled_from([None, None, 4 * S]))
+def test_the_replay_equals_the_round_loop(w, backfill, priority, selection, kill, window,
+                                          cap):
     """Ties everywhere: equal submits, ends at submits, zero run times and walltimes (a job
     ending or killed where it started), kills at the tick others complete, priority jobs,
-    jobs larger than the machine."""
+    jobs larger than the machine, PEs not a multiple of the hosts; a user's own priority key,
+    a window, a makespan cap."""
     n_hosts, cores, jobs = w
+    order = {"priority_key": _by_user} if priority == "key" else {"priority": priority}
     try:
-        config = BatchConfig(backfill=backfill, priority=priority, selection=selection,
-                             walltime_kill=kill, window=window)
+        config = BatchConfig(backfill=backfill, selection=selection, walltime_kill=kill,
+                             window=window, makespan_cap=cap, **order)
     except InputError:  # a combination BatchConfig refuses
         return
     assert replayable(config, [cores] * n_hosts, jobs, 0)
     _same(*_both(jobs, n_hosts=n_hosts, cores_per_host=cores, batch=config))
+
+
+def test_the_same_error_for_more_pes_than_cores():
+    jobs = [Job(id=1, submit=0, hosts=2, pes=5, runtime=S, walltime=S)]
+    errors = []
+    for replay in (True, False):
+        with pytest.raises(InputError) as err:
+            simulate(jobs, n_hosts=4, cores_per_host=2, replay=replay)
+        errors.append((err.value.field, str(err.value)))
+    assert errors[0] == errors[1] and errors[0][0] == "pes"
 
 
 @pytest.mark.parametrize("backfill", ["none", "easy", "conservative"])
@@ -110,6 +130,34 @@ def _job(**kw) -> Job:
     return Job(**{**base, **kw})
 
 
+@pytest.fixture
+def plugin_policies(monkeypatch):
+    """A static value-based priority and a backfill policy as plugins would add them (the
+    registries' entry-point tables)."""
+    from cosim.bls.policies.base import BackfillPolicy, PriorityPolicy
+
+    for table, pol in ((policies.PRIORITIES, PriorityPolicy(
+            name="value-static", summary="a plugin's", key=lambda j: (j.submit,),
+            value_based=True)), (policies.BACKFILLS, BackfillPolicy(
+                name="easy-again", summary="a plugin's", plan=policies.easy.plan))):
+        monkeypatch.setitem(table._loaded(), pol.name, pol)
+
+
+@pytest.mark.parametrize("config", [dict(priority="value-static"),
+                                    dict(backfill="easy-again")])
+def test_plugin_policies_take_the_round_loop(plugin_policies, config):
+    """Its checks are the round loop's (a plan may carry what the replay does not); a
+    static value-based order drops hopeless jobs by default."""
+    assert not replayable(BatchConfig(**config), [1] * 4, [_job()], 0)
+
+
+def test_the_replay_takes_the_built_in_policies():
+    assert replayable(BatchConfig(), [1] * 4, [_job()], 0)
+    assert replayable(BatchConfig(priority_key=_by_user, backfill="conservative",
+                                  selection="best-fit", walltime_kill=False), [2] * 3,
+                      [_job()], 0)
+
+
 @pytest.mark.parametrize("config, cores, jobs, quantum", [
     (BatchConfig(rca=True), [1] * 4, [_job()], 0),
     (BatchConfig(malleable="equi"), [1] * 4, [_job()], 0),
@@ -125,4 +173,3 @@ def _job(**kw) -> Job:
 ])
 def test_what_the_replay_turns_away(config, cores, jobs, quantum):
     assert not replayable(config, cores, jobs, quantum)
-    assert replayable(BatchConfig(), [1] * 4, [_job()], 0)

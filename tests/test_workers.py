@@ -68,15 +68,19 @@ def _start(script: str, tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
     return proc, sorted(int(m.stem) for m in markers())
 
 
-def test_workers_end_when_their_parent_is_killed(tmp_path):
-    proc, workers = _start("""
+@pytest.mark.parametrize("context", ["spawn", "fork", "forkserver"])
+def test_workers_end_when_their_parent_is_killed(tmp_path, context):
+    """Whatever the start method (a forkserver worker's parent is the fork server, which
+    ends with the pool's process)."""
+    proc, workers = _start(f"""
         import time
         from cosim.core.workers import worker_pool
         import slow
 
-        with worker_pool(2) as pool:
-            futures = [pool.submit(slow.nap, ".") for _ in range(2)]
-            time.sleep(120)
+        if __name__ == "__main__":
+            with worker_pool(2, context={context!r}) as pool:
+                futures = [pool.submit(slow.nap, ".") for _ in range(2)]
+                time.sleep(120)
     """, tmp_path)
     assert not any(_gone(w) for w in workers)
     proc.kill()  # SIGKILL: no handler, no cleanup in the parent
@@ -114,3 +118,76 @@ def test_an_interrupted_sweep_stops_its_workers_at_once(tmp_path):
     for i in range(2):
         run_dir = tmp_path / "out" / "runs" / f"r{i}"
         assert (run_dir / "config.json").exists() and not (run_dir / "summary.json").exists()
+
+
+def test_an_interrupted_study_stops_its_workers_at_once(tmp_path):
+    """`run_all` (the study scripts' pool: the platform's start method, fork here), SIGTERM
+    to the parent while both workers are busy: it ends at once and no queued task starts
+    (forked workers inherit the parent's SIGTERM handler: the pool resets it in them)."""
+    proc, workers = _start("""
+        from cosim.testing.study import run_all
+        import slow
+
+        if __name__ == "__main__":
+            try:
+                run_all(slow.nap, ["."] * 6, list(range(6)), 2)
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+    """, tmp_path)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    # at once: not after the 5 s a worker that caught SIGTERM is given before SIGKILL
+    assert time.monotonic() - t0 < 3 and out.strip() == "interrupted", err
+    assert "Traceback" not in err
+    assert _wait_until(lambda: all(_gone(w) for w in workers), 10)
+    time.sleep(0.5)
+    assert len(list(tmp_path.glob("*.busy"))) == 2  # no task started after the signal
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver", None])
+def test_a_pool_left_normally_gives_every_result_and_ends_its_workers(context):
+    from cosim.core.workers import worker_pool
+
+    with worker_pool(2, context=context) as pool:
+        got = list(pool.map(_square, range(8)))
+        processes = list(pool._processes.values())
+    assert got == [x * x for x in range(8)]
+    assert processes and not any(p.is_alive() for p in processes)
+
+
+def test_a_failed_run_lets_the_runs_in_progress_finish(tmp_path):
+    """A run that raises ends the sweep, but the sibling run already in progress finishes
+    and keeps its files (summary.json): the next invocation will not repeat it."""
+    (tmp_path / "runs.py").write_text(textwrap.dedent("""
+        import time
+        from pathlib import Path
+
+        def run(opt, run_dir):
+            if run_dir.name == "bad":
+                raise ValueError("this run fails")
+            time.sleep(1.5)
+            (Path(run_dir) / "summary.json").write_text("{}")
+            return {}
+    """))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import runs
+
+        from cosim.experiment import RunOptions
+        from cosim.sweep import SweepRun, run_sweep
+
+        (tmp_path / "w.swf").write_text("")
+        opt = RunOptions(workload=str(tmp_path / "w.swf"))
+        todo = [SweepRun(id="good", opt=opt, varying=(("seed", 0),)),
+                SweepRun(id="bad", opt=opt, varying=(("seed", 1),))]
+        with pytest.raises(ValueError, match="this run fails"):
+            run_sweep(todo, tmp_path / "out", execute_run=runs.run, jobs=2)
+        assert (tmp_path / "out" / "runs" / "good" / "summary.json").exists()
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("runs", None)

@@ -37,6 +37,7 @@ from cosim.bls import policies
 from cosim.bls.alloclog import ALLOC_DTYPE, OWN, AllocLog
 from cosim.bls.policies.base import PassView, QueueView
 from cosim.bls.policies.window import plan as window_plan
+from cosim.bls.scheduler import drops_hopeless, initial_tunables
 from cosim.core.indexset import IndexSet
 from cosim.errors import InputError, ProtocolError
 from cosim.platform.allocation import spread_runs
@@ -66,16 +67,24 @@ class Replayed:
 
 
 def replayable(config: Any, cores: Sequence[int], jobs: Sequence[Job], quantum: int) -> bool:
-    """True when `replay` gives exactly what the round loop would (module docstring)."""
+    """True when `replay` gives exactly what the round loop would (module docstring). The
+    policies must be built in: a plugin's plan may carry what the replay does not (resizes,
+    explicit PEs), and the round loop checks whatever a plan asks for."""
     if quantum or len(set(cores)) > 1:
         return False
     if (config.power_capped or config.rca or config.exclusion or config.malleable != "none"
             or config.adaptive != "off" or config.bf_interval):
         return False
-    if config.drop_hopeless:  # (value-based orders drop by default: they rank, too)
+    if (policies.backfill(config.backfill) not in policies.BACKFILLS.builtins.values()
+            or policies.selection(config.selection)
+            not in policies.SELECTIONS.builtins.values()):
         return False
-    if config.priority_key is None and policies.priority(config.priority).rank is not None:
-        return False  # a dynamic order, ranked at every pass
+    if config.priority_key is None:
+        order = policies.priority(config.priority)
+        if order not in policies.PRIORITIES.builtins.values() or order.rank is not None:
+            return False  # a plugin's, or a dynamic order ranked at every pass
+    if drops_hopeless(config):
+        return False
     return all(j.app == "rigid" and j.kind == "rigid" for j in jobs)
 
 
@@ -83,8 +92,6 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
            progress: Callable[[int, int], None] | None = None) -> Replayed:
     """Run `order` (the jobs sorted by ``(submit, id)``) on hosts of `cores` PEs under
     `config` (a `BatchConfig` that `replayable` accepts)."""
-    from cosim.bls.scheduler import initial_tunables
-
     n_hosts, n_cores = len(cores), cores[0]
     user_key = config.priority_key
     key_of = user_key if user_key is not None else policies.priority(config.priority).key
@@ -98,6 +105,7 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
 
     free = bytearray(b"\x01") * n_hosts
     mask = np.frombuffer(free, dtype=np.bool_)  # the selection policies' view of `free`
+    mask.flags.writeable = False
     n_free = n_hosts
     qkeys: list[tuple[Any, ...]] = []
     qjobs: list[Job] = []

@@ -109,7 +109,7 @@ from cosim.protocol.messages import (
 )
 from cosim.workload.jobs import Job, JobOutcome
 
-__all__ = ["BatchConfig", "BatchScheduler", "check_machine", "initial_tunables"]
+__all__ = ["BatchConfig", "BatchScheduler", "check_machine", "drops_hopeless", "initial_tunables"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -327,6 +327,14 @@ def initial_tunables(config: BatchConfig) -> Tunables:
     return Tunables(bf=float(bf), window=window)
 
 
+def drops_hopeless(config: BatchConfig) -> bool:
+    """Whether the batch level drops the queued jobs that can no longer earn value
+    (`BatchConfig.drop_hopeless`; by default, under a value-based priority)."""
+    if config.drop_hopeless is not None:
+        return config.drop_hopeless
+    return config.priority_key is None and policies.priority(config.priority).value_based
+
+
 def check_machine(config: BatchConfig, cores: Sequence[int]) -> None:
     """InputError when `config` asks for a policy the machine of hosts of `cores` cannot
     run: a malleable policy gives PEs one by one, which needs equal hosts (`ClusterState`)."""
@@ -372,8 +380,7 @@ class BatchScheduler:
         self._key = user_key if order is None else order.key
         # a dynamic order ranks the queue at every pass (`_rerank`) with the tunables in force
         self._rank = None if order is None else order.rank
-        self._drop = (config.drop_hopeless if config.drop_hopeless is not None
-                      else order is not None and order.value_based)
+        self._drop = drops_hopeless(config)
         self._drop_heap: list[tuple[int, int, Job]] = []  # (drop tick, id, job), queued jobs
         # the queue's columns are kept for dynamic orders and the power pass
         self._columns = self._rank is not None or self.power is not None

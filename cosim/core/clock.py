@@ -8,7 +8,7 @@ nanosecond becomes 0. The ALS inner loop inlines exactly this rule (``round(x)``
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from typing import NewType
 
 import numpy as np
@@ -60,12 +60,14 @@ def seconds_to_ticks(text: str) -> int:
     """
     if text.lstrip("+-").isdigit():
         return int(text) * TICKS_PER_SECOND
-    return int((Decimal(text) * TICKS_PER_SECOND).to_integral_value(ROUND_HALF_EVEN))
+    with localcontext(prec=max(28, len(text) + 12)):  # the product exact: one rounding only
+        return int((Decimal(text) * TICKS_PER_SECOND).to_integral_value(ROUND_HALF_EVEN))
 
 
 def format_ticks(ticks: int) -> str:
     """Ticks as exact decimal seconds without trailing zeros: ``1500000000`` -> ``'1.5'``."""
-    if ticks < 0:
-        return "-" + format_ticks(-ticks)
-    whole, frac = divmod(int(ticks), TICKS_PER_SECOND)  # (the writers' hottest call)
+    t = int(ticks)  # (a Python int: negating numpy's most negative value overflows)
+    if t < 0:
+        return "-" + format_ticks(-t)
+    whole, frac = divmod(t, TICKS_PER_SECOND)  # (the writers' hottest call)
     return f"{whole}.{frac:09d}".rstrip("0") if frac else str(whole)

@@ -54,7 +54,8 @@ def run_all(run: Callable[[Any], Any], tasks: Sequence[Any], order: Sequence[int
         for i in order:
             results[i] = run(tasks[i])
     else:
-        with sigterm_as_interrupt(), worker_pool(min(workers, len(tasks)), spawn=False) as pool:
+        n = min(workers, len(tasks))
+        with sigterm_as_interrupt(), worker_pool(n, context=None) as pool:
             for i, r in zip(order, pool.map(run, [tasks[i] for i in order])):
                 results[i] = r
     return results, time.perf_counter() - wall0

@@ -285,7 +285,9 @@ def read_values(path: str | os.PathLike[str], jobs: Sequence[Job], *,
             problem = duration_problem(nums[field])
             if problem:
                 raise bad(field, problem)
-        if not 0 < nums["soft_s"] <= nums["hard_s"]:
+        soft = max(seconds_to_ticks(cell["soft_s"]), 1)  # exact: compared as ticks
+        hard = max(seconds_to_ticks(cell["hard_s"]), 1)
+        if not (nums["soft_s"] > 0 and soft <= hard):
             raise bad("hard_s", f"thresholds need 0 < soft_s <= hard_s, got "
                       f"{cell['soft_s']}, {cell['hard_s']}")
         decay = cell.get("decay") or "linear"
@@ -304,7 +306,5 @@ def read_values(path: str | os.PathLike[str], jobs: Sequence[Job], *,
             if betas is not None:
                 betas[jid] = beta
         out[jid] = JobValue(v=nums["value"], u=nums["value_min"],
-                            soft=max(seconds_to_ticks(cell["soft_s"]), 1),
-                            hard=max(seconds_to_ticks(cell["hard_s"]), 1),
-                            decay=decay)
+                            soft=soft, hard=hard, decay=decay)
     return out
