@@ -58,7 +58,9 @@ def test_the_pass_schedule_fcfs_at_every_event_backfill_on_multiples(monkeypatch
             self._fcfs_plan = lambda v: (log.append(("fcfs", v.now / S)), fcfs(v))[1]
 
     monkeypatch.setattr(runner, "BatchScheduler", Recording)
-    simulate_batch(JOBS, n_hosts=4, config=BatchConfig(backfill="easy", bf_interval=30 * S))
+    # the round loop's scheduler (the trace replay makes the same passes: tests/test_replay.py)
+    runner.simulate(JOBS, n_hosts=4, batch=BatchConfig(backfill="easy", bf_interval=30 * S),
+                    replay=False)
     # 10, 35, 61: submissions; 50, 80: J3 and J4 end; 100: J1 ends (J2 starts, J5 stays
     # queued: a backfill pass at 120 finds nothing to backfill); 150: J2 ends, a multiple
     assert log == [("backfill", 0), ("fcfs", 10), ("backfill", 30), ("fcfs", 35),

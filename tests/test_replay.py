@@ -70,18 +70,19 @@ def _by_user(job: Job) -> tuple[int, int]:
 @settings(max_examples=300, deadline=None)
 @given(workloads(), st.sampled_from(BACKFILLS), st.sampled_from(STATIC + ["key"]),
        st.sampled_from(SELECTIONS), st.booleans(), st.sampled_from([1, 1, 3]),
-       st.sampled_from([None, None, 4 * S]))
+       st.sampled_from([None, None, 4 * S]), st.sampled_from([0, 0, 3 * S]))
 def test_the_replay_equals_the_round_loop(w, backfill, priority, selection, kill, window,
-                                          cap):
+                                          cap, bf_interval):
     """Ties everywhere: equal submits, ends at submits, zero run times and walltimes (a job
     ending or killed where it started), kills at the tick others complete, priority jobs,
     jobs larger than the machine, PEs not a multiple of the hosts; a user's own priority key,
-    a window, a makespan cap."""
+    a window, a makespan cap, Slurm's backfill cadence."""
     n_hosts, cores, jobs = w
     order = {"priority_key": _by_user} if priority == "key" else {"priority": priority}
     try:
         config = BatchConfig(backfill=backfill, selection=selection, walltime_kill=kill,
-                             window=window, makespan_cap=cap, **order)
+                             window=window, makespan_cap=cap, bf_interval=bf_interval,
+                             **order)
     except InputError:  # a combination BatchConfig refuses
         return
     assert replayable(config, [cores] * n_hosts, jobs, 0)
@@ -98,10 +99,12 @@ def test_the_same_error_for_more_pes_than_cores():
     assert errors[0] == errors[1] and errors[0][0] == "pes"
 
 
-@pytest.mark.parametrize("backfill", ["none", "easy", "conservative"])
-def test_lublin_like_workload_identical(backfill):
+@pytest.mark.parametrize("backfill, bf_interval", [("none", 0), ("easy", 0),
+                                                   ("conservative", 0), ("easy", 30 * S)])
+def test_lublin_like_workload_identical(backfill, bf_interval):
     jobs = lublin_like(3000, 64, np.random.default_rng(5), cores=2)
-    config = BatchConfig(backfill=backfill, priority="sjf" if backfill == "easy" else "fcfs")
+    config = BatchConfig(backfill=backfill, priority="sjf" if backfill == "easy" else "fcfs",
+                         bf_interval=bf_interval)
     _same(*_both(jobs, n_hosts=64, cores_per_host=2, batch=config))
 
 
@@ -165,7 +168,6 @@ def test_the_replay_takes_the_built_in_policies():
     (BatchConfig(priority="vpt", backfill="greedy"), [1] * 4, [_job()], 0),
     (BatchConfig(drop_hopeless=True), [1] * 4, [_job()], 0),
     (BatchConfig(adaptive="w"), [1] * 4, [_job()], 0),
-    (BatchConfig(bf_interval=30 * S), [1] * 4, [_job()], 0),
     (BatchConfig(), [1] * 4, [_job()], S),  # a quantum
     (BatchConfig(), [1, 1, 2, 2], [_job()], 0),  # hosts of different core counts
     (BatchConfig(), [1] * 4, [_job(app="mandelbrot")], 0),

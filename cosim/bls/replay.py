@@ -9,7 +9,8 @@ walltimes are enforced. `replay` then runs the batch level without rounds, facts
 per-PE state: the queue as sorted keys, the free hosts as a byte per host, the running jobs'
 expected ends as a sorted list, their real ends in a heap. It calls the *same* policies as
 `BatchScheduler` (`policies.backfill(...).plan`, the priority key, `policies.selection(...)`
-on a boolean view of the free hosts, `window_plan` for a window), at the same ticks and in
+on a boolean view of the free hosts, `window_plan` for a window, the FCFS part between the
+backfill passes of ``--bf-interval``), at the same ticks and in
 the same order (`cosim.bls.scheduler`): at a tick, the jobs completing, then the jobs killed,
 then the submissions (a job larger than the machine rejected), then one pass if anything
 changed or the policy asked for one (`Plan.wake_at`), its reservations noted as the first a
@@ -17,8 +18,8 @@ job got; a job ending at the tick it started makes another pass at that tick. So
 outcomes, allocation log, first reservations and counters (`rounds`: the ticks at which
 anything happened, as the round loop counts its grants; `facts`: a start and an end reported
 per started job) are those of the round loop, which stays the reference for everything else
-(app-driven jobs, RCA, resizes, a power cap, dynamic priorities, the metric-aware tuner,
-``--bf-interval``, a quantum, hosts of different core counts): `replayable` says which runs
+(app-driven jobs, RCA, resizes, a power cap, dynamic priorities, the metric-aware tuner, a
+quantum, hosts of different core counts, plugin policies): `replayable` says which runs
 qualify, and tests/test_replay.py checks the equality on every backfill policy, priority
 and selection, on random workloads and on whole traces.
 """
@@ -73,7 +74,7 @@ def replayable(config: Any, cores: Sequence[int], jobs: Sequence[Job], quantum: 
     if quantum or len(set(cores)) > 1:
         return False
     if (config.power_capped or config.rca or config.exclusion or config.malleable != "none"
-            or config.adaptive != "off" or config.bf_interval):
+            or config.adaptive != "off"):
         return False
     if (policies.backfill(config.backfill) not in policies.BACKFILLS.builtins.values()
             or policies.selection(config.selection)
@@ -96,6 +97,8 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
     user_key = config.priority_key
     key_of = user_key if user_key is not None else policies.priority(config.priority).key
     plan_of = policies.backfill(config.backfill).plan
+    fcfs_plan = policies.backfill("none").plan  # the FCFS part between backfill passes
+    bf = config.bf_interval
     select = policies.selection(config.selection).select
     contiguous = config.selection == "contiguous"
     first_fit = config.selection == "first-fit"  # `_first_fit`, the same hosts without numpy
@@ -185,12 +188,18 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
             passes += 1
             view = PassView(now=t, n_hosts=n_hosts, free=n_free, queue=QueueView(qjobs, stamp),
                             running=tuple(ends), memo=memo, tunables=tunables, power=None)
-            plan = (plan_of(view) if window <= 1 else
-                    window_plan(view, plan_of, window, config.makespan_cap))
-            memo, wake = plan.memo, plan.wake_at
-            for jid, r in plan.reservations.items():
-                if jid not in first:
-                    first[jid] = r
+            if bf and t % bf:  # between backfill passes: the FCFS part only
+                plan = fcfs_plan(view)
+                if plan.starts:
+                    memo = None
+                wake = (t // bf + 1) * bf if len(plan.starts) < len(qjobs) else None
+            else:
+                plan = (plan_of(view) if window <= 1 else
+                        window_plan(view, plan_of, window, config.makespan_cap))
+                memo, wake = plan.memo, plan.wake_at
+                for jid, r in plan.reservations.items():
+                    if jid not in first:
+                        first[jid] = r
             for job in plan.starts:
                 if job.hosts > n_free:
                     raise ProtocolError(f"plan starts job {job.id} on {job.hosts} hosts, "
