@@ -194,8 +194,8 @@ def simulate(
     if batch.power_capped and coupled:
         raise InputError("a power cap needs trace jobs: the application level does not model "
                          "power (jobs with an app model are not re-timed)", field="power-cap")
-    if replay and not coupled and replayable(batch, host_cores, order, quantum):
-        return _replayed(order, batch, host_cores, progress, wall0)
+    if replay and not coupled and replayable(batch, host_cores, order):
+        return _replayed(order, batch, host_cores, quantum, progress, wall0)
     sched = BatchScheduler(cores=host_cores, config=batch, power=power)
     from cosim.als.trace_apps import TraceApps
 
@@ -247,10 +247,12 @@ def simulate(
 
 
 def _replayed(order: Sequence[Job], batch: BatchConfig, host_cores: Sequence[int],
-              progress: Callable[[int, int], None] | None, wall0: float) -> SimResult:
+              quantum: int, progress: Callable[[int, int], None] | None,
+              wall0: float) -> SimResult:
     """`simulate` by the trace replay (`cosim.bls.replay`): the same result, no rounds."""
     t0 = time.perf_counter()
-    r = replay_trace(order, config=batch, cores=host_cores, progress=progress)
+    r = replay_trace(order, config=batch, cores=host_cores, quantum=quantum,
+                     progress=progress)
     wall_bls = time.perf_counter() - t0
     outcomes = tuple(r.outcomes[j.id] for j in sorted(order, key=lambda j: j.id))
     stats = RunStats(rounds=r.rounds, passes=r.passes, events=r.facts + r.submissions + r.kills,

@@ -70,13 +70,15 @@ def _by_user(job: Job) -> tuple[int, int]:
 @settings(max_examples=300, deadline=None)
 @given(workloads(), st.sampled_from(BACKFILLS), st.sampled_from(STATIC + ["key"]),
        st.sampled_from(SELECTIONS), st.booleans(), st.sampled_from([1, 1, 3]),
-       st.sampled_from([None, None, 4 * S]), st.sampled_from([0, 0, 3 * S]))
+       st.sampled_from([None, None, 4 * S]), st.sampled_from([0, 0, 3 * S]),
+       st.sampled_from([0, 0, 0, 2 * S, 3 * S]))
 def test_the_replay_equals_the_round_loop(w, backfill, priority, selection, kill, window,
-                                          cap, bf_interval):
+                                          cap, bf_interval, quantum):
     """Ties everywhere: equal submits, ends at submits, zero run times and walltimes (a job
     ending or killed where it started), kills at the tick others complete, priority jobs,
     jobs larger than the machine, PEs not a multiple of the hosts; a user's own priority key,
-    a window, a makespan cap, Slurm's backfill cadence."""
+    a window, a makespan cap, Slurm's backfill cadence, a quantum (decisions on its grid: a
+    job whose walltime passed completes if its end comes by the next decision)."""
     n_hosts, cores, jobs = w
     order = {"priority_key": _by_user} if priority == "key" else {"priority": priority}
     try:
@@ -85,8 +87,8 @@ def test_the_replay_equals_the_round_loop(w, backfill, priority, selection, kill
                              **order)
     except InputError:  # a combination BatchConfig refuses
         return
-    assert replayable(config, [cores] * n_hosts, jobs, 0)
-    _same(*_both(jobs, n_hosts=n_hosts, cores_per_host=cores, batch=config))
+    assert replayable(config, [cores] * n_hosts, jobs)
+    _same(*_both(jobs, n_hosts=n_hosts, cores_per_host=cores, batch=config, quantum=quantum))
 
 
 def test_the_same_error_for_more_pes_than_cores():
@@ -151,27 +153,26 @@ def plugin_policies(monkeypatch):
 def test_plugin_policies_take_the_round_loop(plugin_policies, config):
     """Its checks are the round loop's (a plan may carry what the replay does not); a
     static value-based order drops hopeless jobs by default."""
-    assert not replayable(BatchConfig(**config), [1] * 4, [_job()], 0)
+    assert not replayable(BatchConfig(**config), [1] * 4, [_job()])
 
 
 def test_the_replay_takes_the_built_in_policies():
-    assert replayable(BatchConfig(), [1] * 4, [_job()], 0)
+    assert replayable(BatchConfig(), [1] * 4, [_job()])
     assert replayable(BatchConfig(priority_key=_by_user, backfill="conservative",
                                   selection="best-fit", walltime_kill=False), [2] * 3,
-                      [_job()], 0)
+                      [_job()])
 
 
-@pytest.mark.parametrize("config, cores, jobs, quantum", [
-    (BatchConfig(rca=True), [1] * 4, [_job()], 0),
-    (BatchConfig(malleable="equi"), [1] * 4, [_job()], 0),
-    (BatchConfig(priority="wfp"), [1] * 4, [_job()], 0),
-    (BatchConfig(priority="vpt", backfill="greedy"), [1] * 4, [_job()], 0),
-    (BatchConfig(drop_hopeless=True), [1] * 4, [_job()], 0),
-    (BatchConfig(adaptive="w"), [1] * 4, [_job()], 0),
-    (BatchConfig(), [1] * 4, [_job()], S),  # a quantum
-    (BatchConfig(), [1, 1, 2, 2], [_job()], 0),  # hosts of different core counts
-    (BatchConfig(), [1] * 4, [_job(app="mandelbrot")], 0),
-    (BatchConfig(), [2] * 4, [_job(kind="malleable", pes=2, min_pes=1, max_pes=4)], 0),
+@pytest.mark.parametrize("config, cores, jobs", [
+    (BatchConfig(rca=True), [1] * 4, [_job()]),
+    (BatchConfig(malleable="equi"), [1] * 4, [_job()]),
+    (BatchConfig(priority="wfp"), [1] * 4, [_job()]),
+    (BatchConfig(priority="vpt", backfill="greedy"), [1] * 4, [_job()]),
+    (BatchConfig(drop_hopeless=True), [1] * 4, [_job()]),
+    (BatchConfig(adaptive="w"), [1] * 4, [_job()]),
+    (BatchConfig(), [1, 1, 2, 2], [_job()]),  # hosts of different core counts
+    (BatchConfig(), [1] * 4, [_job(app="mandelbrot")]),
+    (BatchConfig(), [2] * 4, [_job(kind="malleable", pes=2, min_pes=1, max_pes=4)]),
 ])
-def test_what_the_replay_turns_away(config, cores, jobs, quantum):
-    assert not replayable(config, cores, jobs, quantum)
+def test_what_the_replay_turns_away(config, cores, jobs):
+    assert not replayable(config, cores, jobs)

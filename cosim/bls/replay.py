@@ -14,12 +14,15 @@ backfill passes of ``--bf-interval``), at the same ticks and in
 the same order (`cosim.bls.scheduler`): at a tick, the jobs completing, then the jobs killed,
 then the submissions (a job larger than the machine rejected), then one pass if anything
 changed or the policy asked for one (`Plan.wake_at`), its reservations noted as the first a
-job got; a job ending at the tick it started makes another pass at that tick. So its
+job got; a job ending at the tick it started makes another pass at that tick. With a quantum
+the ticks are rounded up to its multiples, as the round loop grants them: a job completing
+by then ends at its own tick, one whose walltime is over and that has not completed is
+killed at the decision tick. So its
 outcomes, allocation log, first reservations and counters (`rounds`: the ticks at which
 anything happened, as the round loop counts its grants; `facts`: a start and an end reported
 per started job) are those of the round loop, which stays the reference for everything else
-(app-driven jobs, RCA, resizes, a power cap, dynamic priorities, the metric-aware tuner, a
-quantum, hosts of different core counts, plugin policies): `replayable` says which runs
+(app-driven jobs, RCA, resizes, a power cap, dynamic priorities, the metric-aware tuner,
+hosts of different core counts, plugin policies): `replayable` says which runs
 qualify, and tests/test_replay.py checks the equality on every backfill policy, priority
 and selection, on random workloads and on whole traces.
 """
@@ -67,11 +70,11 @@ class Replayed:
     scattered_starts: int
 
 
-def replayable(config: Any, cores: Sequence[int], jobs: Sequence[Job], quantum: int) -> bool:
+def replayable(config: Any, cores: Sequence[int], jobs: Sequence[Job]) -> bool:
     """True when `replay` gives exactly what the round loop would (module docstring). The
     policies must be built in: a plugin's plan may carry what the replay does not (resizes,
     explicit PEs), and the round loop checks whatever a plan asks for."""
-    if quantum or len(set(cores)) > 1:
+    if len(set(cores)) > 1:
         return False
     if (config.power_capped or config.rca or config.exclusion or config.malleable != "none"
             or config.adaptive != "off"):
@@ -89,10 +92,11 @@ def replayable(config: Any, cores: Sequence[int], jobs: Sequence[Job], quantum: 
     return all(j.app == "rigid" and j.kind == "rigid" for j in jobs)
 
 
-def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
+def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: int = 0,
            progress: Callable[[int, int], None] | None = None) -> Replayed:
     """Run `order` (the jobs sorted by ``(submit, id)``) on hosts of `cores` PEs under
-    `config` (a `BatchConfig` that `replayable` accepts)."""
+    `config` (a `BatchConfig` that `replayable` accepts), deciding at multiples of `quantum`
+    ticks (0: at every event)."""
     n_hosts, n_cores = len(cores), cores[0]
     user_key = config.priority_key
     key_of = user_key if user_key is not None else policies.priority(config.priority).key
@@ -149,6 +153,8 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
                 t = c
         if t is None:
             break
+        if quantum:  # decisions on the quantum's grid
+            t = -(-t // quantum) * quantum
         rounds += 1
         last = t
         if progress is not None and not rounds % _PROGRESS_EVERY:
@@ -158,10 +164,17 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int],
             wake = None
             dirty = True
         while True:
-            while heap and heap[0][0] <= t:  # completions, then kills (job id order in each)
-                _, killed, jid = heapq.heappop(heap)
-                end(jid, t, "killed" if killed else "completed")
-                kills += killed
+            while heap and heap[0][0] <= t:  # ends up to t (their order changes nothing)
+                when, killed, jid = heapq.heappop(heap)
+                if killed:  # its walltime is over by t; unless it completed by t (a quantum
+                    job, start = running[jid][:2]  # rounds t up), it is killed at t
+                    if start + job.runtime <= t:
+                        end(jid, start + job.runtime, "completed")
+                    else:
+                        end(jid, t, "killed")
+                        kills += 1
+                else:  # completed: at its own tick, reported at t
+                    end(jid, when, "completed")
                 facts += 1  # the app's end (a kill's confirmation)
                 dirty = True
             while i < n and order[i].submit <= t:
