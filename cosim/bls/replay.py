@@ -11,8 +11,9 @@ expected ends as a sorted list, their real ends in a heap. It calls the *same* p
 `BatchScheduler` (`policies.backfill(...).plan`, the priority key, `policies.selection(...)`
 on a boolean view of the free hosts, `window_plan` for a window, the FCFS part between the
 backfill passes of ``--bf-interval``), at the same ticks and in
-the same order (`cosim.bls.scheduler`): at a tick, the jobs completing, then the jobs killed,
-then the submissions (a job larger than the machine rejected), then one pass if anything
+the same order (`cosim.bls.scheduler`): at a tick, the jobs ending by it, completed or killed
+(the round loop takes completions first; the order of ends changes nothing), then the
+submissions (a job larger than the machine rejected), then one pass if anything
 changed or the policy asked for one (`Plan.wake_at`), its reservations noted as the first a
 job got; a job ending at the tick it started makes another pass at that tick. With a quantum
 the ticks are rounded up to its multiples, as the round loop grants them: a job completing
