@@ -456,14 +456,20 @@ def test_version_1_files_are_read_and_converted(tmp_path, runs):
         append_run(path, runs[1])
 
 
-def test_version_2_files_get_their_cores_from_the_attribute(tmp_path, runs):
-    path = tmp_path / "v2.h5"
+def _older(path: Path, runs: list[RunTables], version: int, *layouts) -> Path:
+    """`runs` written to `path` and turned into schema `version`: each of `layouts` applied
+    to every run's group."""
     write_results(path, runs)
     with h5py.File(path, "r+") as f:
-        f.attrs.modify("schema_version", 2)
+        f.attrs.modify("schema_version", version)
         for g in f["runs"].values():
-            _old_hosts(g)
-            _old_jobs(g)
+            for layout in layouts:
+                layout(g)
+    return path
+
+
+def test_version_2_files_get_their_cores_from_the_attribute(tmp_path, runs):
+    path = _older(tmp_path / "v2.h5", runs, 2, _old_hosts, _old_jobs)
     back = read_results(path)
     for a, b in zip(back, runs, strict=True):
         assert a.host_cores.tolist() == b.host_cores.tolist() == [a.cores_per_host] * a.n_hosts
@@ -475,12 +481,7 @@ def test_version_2_files_get_their_cores_from_the_attribute(tmp_path, runs):
 def test_version_3_files_get_no_value_and_no_energy(tmp_path, runs):
     """A version 3 jobs table lacks value and energy_j: read with NaN and 0 (these runs had
     neither), the other columns as written."""
-    path = tmp_path / "v3.h5"
-    write_results(path, runs)
-    with h5py.File(path, "r+") as f:
-        f.attrs.modify("schema_version", 3)
-        for g in f["runs"].values():
-            _old_jobs(g)
+    path = _older(tmp_path / "v3.h5", runs, 3, _old_jobs)
     back = read_results(path)
     for a, b in zip(back, runs, strict=True):
         assert np.isnan(a.jobs["value"]).all() and (a.jobs["energy_j"] == 0).all()

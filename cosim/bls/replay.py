@@ -98,7 +98,7 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: 
     """Run `order` (the jobs sorted by ``(submit, id)``) on hosts of `cores` PEs under
     `config` (a `BatchConfig` that `replayable` accepts), deciding at multiples of `quantum`
     ticks (0: at every event)."""
-    n_hosts, n_cores = len(cores), cores[0]
+    n_hosts, max_pes = len(cores), cores[0]  # PEs per host (all equal: `replayable`)
     user_key = config.priority_key
     key_of = user_key if user_key is not None else policies.priority(config.priority).key
     plan_of = policies.backfill(config.backfill).plan
@@ -131,7 +131,6 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: 
     rounds = passes = facts = kills = rejected = scattered = 0
     last = 0  # the latest tick reached
     n, i = len(order), 0
-    max_pes = n_cores
 
     def end(jid: int, now: int, status: str) -> None:
         nonlocal n_free
