@@ -242,3 +242,22 @@ def test_summary_equals_each_metric_computed_alone():
              "unfair_jobs": metrics.unfair_jobs(o, 64),
              "pe_utilization": metrics.pe_utilization(o, 64, 4, allocations=a)}
     assert {k: s[k] for k in alone} == alone and s["jobs"] == len(o)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(2**62), 2**62), st.integers(-(2**62), 2**62)),
+                max_size=300),
+       st.sampled_from([0, 1, 8, 24, 40, 62]), st.sampled_from([1, 20, 40, 50, 62]))
+def test_dot_is_exact_at_any_size(pairs, bits, bits_b):
+    """`_dot` (numpy over chunks that cannot overflow) equals the Python-int dot product."""
+    from cosim.output.metrics import _dot
+
+    a = np.array([x >> (62 - bits) for x, _ in pairs], dtype=np.int64)
+    b = np.array([y >> (62 - bits_b) for _, y in pairs], dtype=np.int64)
+    assert _dot(a, b) == sum(x * y for x, y in zip(a.tolist(), b.tolist(), strict=True))
+    assert _dot(a > 0, b) == sum(y for x, y in zip(a.tolist(), b.tolist(), strict=True) if x > 0)
+    # the worst case: every product as large as allowed and of one sign, past int64 in all
+    for big in (2**20, 2**25, 2**27):
+        n = 3000
+        big_a, big_b = np.full(n, big, dtype=np.int64), np.full(n, -(2**30), dtype=np.int64)
+        assert _dot(big_a, big_b) == -n * big * 2**30

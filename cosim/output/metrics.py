@@ -93,8 +93,28 @@ def _span(start: np.ndarray, end: np.ndarray) -> int:
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> int:
-    """Exact integer dot product (host-ticks overflow int64 on long traces)."""
-    return sum(map(operator.mul, a.tolist(), b.tolist()))
+    """Exact integer dot product (host-ticks overflow int64 on long traces): numpy's int64
+    dot over chunks short enough that no partial sum can overflow, the chunks summed as
+    Python ints; Python ints throughout when a single product could overflow."""
+    a, b = np.asarray(a), np.asarray(b)
+    if len(a) != len(b):
+        raise ValueError(f"_dot of {len(a)} and {len(b)} values")
+    if not len(a):
+        return 0
+    if a.dtype.kind not in "iub" or b.dtype.kind not in "iub" or np.uint64 in (a.dtype,
+                                                                                b.dtype):
+        return sum(map(operator.mul, a.tolist(), b.tolist()))
+    a, b = a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)
+    largest = (max(-int(a.min()), int(a.max())) * max(-int(b.min()), int(b.max())))
+    if not largest:
+        return 0
+    chunk = _I64_MAX // largest  # |a chunk's sum| <= chunk * largest <= the int64 maximum
+    if chunk < 64:
+        return sum(map(operator.mul, a.tolist(), b.tolist()))
+    return sum(int(np.dot(a[i:i + chunk], b[i:i + chunk])) for i in range(0, len(a), chunk))
+
+
+_I64_MAX = 2**63 - 1
 
 
 def makespan(outcomes: Sequence[JobOutcome]) -> float:
@@ -322,20 +342,34 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     dt = np.diff(times)  # segment k = [times[k], times[k+1]) with the state after event k
     free = n_hosts - busy[:-1]
     if fit_only:  # the state after every event at a tick: zero-length segments weigh 0
-        lost = _smallest_waiting(w_sub, w_start, w_hosts, times[:-1]) < free
+        lost = _fit_lost(w_sub, w_start, w_hosts, times[:-1], free, (waiting[:-1] > 0) & (dt > 0))
     else:
         lost = waiting[:-1] > 0
     return _dot(free * lost, dt) / (n_hosts * (t1 - t0))
+
+
+def _fit_lost(submit: np.ndarray, start: np.ndarray, hosts: np.ndarray, at: np.ndarray,
+              free: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """Cobalt's loss test at each tick of `at`: some waiting job needs fewer hosts than the
+    `free` ones. Asked only where it can be true and weighs (`counted`: a job waits and the
+    segment has a length) and some host is free (a job needs at least none)."""
+    lost = np.zeros(len(at), dtype=bool)
+    ask = np.flatnonzero(counted & (free > 0))
+    if ask.size:
+        lost[ask] = _smallest_waiting(submit, start, hosts, at[ask]) < free[ask]
+    return lost
 
 
 def _smallest_waiting(submit: np.ndarray, start: np.ndarray, hosts: np.ndarray,
                       at: np.ndarray) -> np.ndarray:
     """At each tick of `at` (ascending), after every submission and start at it: the hosts
     of the smallest waiting job (submitted, not started), or a huge number when none."""
-    events = sorted(zip(np.concatenate((submit, start)).tolist(),
-                        np.concatenate((np.zeros(len(submit), dtype=np.int64),
-                                        np.ones(len(start), dtype=np.int64))).tolist(),
-                        np.concatenate((hosts, hosts)).tolist(), strict=True))
+    ticks = np.concatenate((submit, start))
+    is_start = np.concatenate((np.zeros(len(submit), dtype=np.int64),
+                               np.ones(len(start), dtype=np.int64)))
+    sizes = np.concatenate((hosts, hosts))
+    order = np.lexsort((sizes, is_start, ticks))  # (tick, submissions first, hosts)
+    events = list(zip(ticks[order].tolist(), is_start[order].tolist(), sizes[order].tolist()))
     out = np.full(len(at), np.iinfo(np.int64).max, dtype=np.int64)
     heap: list[int] = []
     gone: dict[int, int] = {}
@@ -363,18 +397,20 @@ def _loss_of_capacity_log(ran: Sequence[JobOutcome], n_hosts: int, a: np.ndarray
     `waits`: every wait's ``(submit, end of the wait, hosts)`` (`_waits`)."""
     submit, start, hosts = waits
     times, occupied = _occupied_series(ran, a)
-    u = np.unique(np.concatenate((times, submit, start, [t1])))
+    u = np.sort(np.concatenate((times, submit, start, [t1])))
+    u = u[np.concatenate(([True], u[1:] != u[:-1]))]  # (np.unique would load numpy.ma)
     u = u[(u >= t0) & (u <= t1)]
     i = np.searchsorted(times, u, side="right") - 1
     occ = np.where(i >= 0, occupied[np.maximum(i, 0)] if len(occupied) else 0, 0)
     waiting = (np.searchsorted(np.sort(submit), u, side="right")
                - np.searchsorted(np.sort(start), u, side="right"))
     free = n_hosts - occ[:-1]
+    dt = np.diff(u)
     if fit_only:
-        lost = _smallest_waiting(submit, start, hosts, u[:-1]) < free
+        lost = _fit_lost(submit, start, hosts, u[:-1], free, (waiting[:-1] > 0) & (dt > 0))
     else:
         lost = waiting[:-1] > 0
-    return _dot(free * lost, np.diff(u)) / (n_hosts * (t1 - t0))
+    return _dot(free * lost, dt) / (n_hosts * (t1 - t0))
 
 
 def queue_depth(outcomes: Sequence[JobOutcome]) -> tuple[np.ndarray, np.ndarray]:

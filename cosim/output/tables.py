@@ -132,10 +132,10 @@ class RunTables:
     @property
     def cores_per_host(self) -> int:
         """The core count of every host; ValueError when the hosts differ (`host_cores`)."""
-        counts = np.unique(self.host_cores)
-        if len(counts) != 1:
-            raise ValueError(f"run {self.run_id}: hosts have {counts.min()} to {counts.max()} "
-                             "cores (read host_cores)")
+        counts = np.asarray(self.host_cores)
+        if not len(counts) or counts.min() != counts.max():  # (np.unique loads numpy.ma)
+            raise ValueError(f"run {self.run_id}: hosts have {counts.min(initial=0)} to "
+                             f"{counts.max(initial=0)} cores (read host_cores)")
         return int(counts[0])
 
     @property
