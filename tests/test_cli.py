@@ -174,3 +174,25 @@ def test_entry_point_exit_status_and_no_traceback(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
     assert "unknown technique 'NOPE'" in proc.stderr
+
+
+def test_the_cli_collects_garbage_rarely_while_it_runs_and_restores_the_thresholds(
+        capsys, monkeypatch, tmp_path):
+    import gc
+
+    import cosim.cli as cli
+
+    seen = []
+
+    def handler(args):
+        seen.append(gc.get_threshold())
+        return 0
+
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda listing=False: parser)
+    parser.set_defaults(handler=handler)
+    before = gc.get_threshold()
+    sub = parser._subparsers._group_actions[0].choices["app"]
+    sub.set_defaults(handler=handler)
+    assert main(["app", "--app", "mandelbrot", "--hosts", "2", "--technique", "SS"]) == 0
+    assert seen == [cli.GC_THRESHOLD] and gc.get_threshold() == before

@@ -261,3 +261,23 @@ def test_dot_is_exact_at_any_size(pairs, bits, bits_b):
         n = 3000
         big_a, big_b = np.full(n, big, dtype=np.int64), np.full(n, -(2**30), dtype=np.int64)
         assert _dot(big_a, big_b) == -n * big * 2**30
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60), st.integers(1, 9)),
+                max_size=40),
+       st.lists(st.integers(0, 130), min_size=1, max_size=80))
+def test_the_smallest_waiting_job_is_the_brute_force_one(jobs, ticks):
+    """Cobalt's loss test reads, at each tick, the hosts of the smallest job submitted and
+    not started by then: the block decomposition equals the minimum over every job."""
+    from cosim.output.metrics import _smallest_waiting
+
+    submit = np.array([s for s, _, _ in jobs], dtype=np.int64)
+    start = submit + np.array([w for _, w, _ in jobs], dtype=np.int64)
+    hosts = np.array([h for _, _, h in jobs], dtype=np.int64)
+    at = np.array(sorted(set(ticks)), dtype=np.int64)
+    none = np.iinfo(np.int64).max
+    want = [min((h for s, b, h in zip(submit.tolist(), start.tolist(), hosts.tolist(),
+                                      strict=True) if s <= t < b), default=none)
+            for t in at.tolist()]
+    assert _smallest_waiting(submit, start, hosts, at).tolist() == want

@@ -191,3 +191,26 @@ def test_a_failed_run_lets_the_runs_in_progress_finish(tmp_path):
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("runs", None)
+
+
+def _threshold(_: int) -> tuple[int, ...]:
+    import gc
+
+    return gc.get_threshold()
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_workers_collect_garbage_as_their_parent_does(context):
+    """A fresh interpreter would start at CPython's thresholds: the pool passes its maker's
+    (the CLI's `GC_THRESHOLD` in a sweep)."""
+    import gc
+
+    from cosim.core.workers import worker_pool
+
+    before = gc.get_threshold()
+    gc.set_threshold(12_345, 7, 9)
+    try:
+        with worker_pool(1, context=context) as pool:
+            assert pool.submit(_threshold, 0).result() == (12_345, 7, 9)
+    finally:
+        gc.set_threshold(*before)

@@ -18,6 +18,7 @@ and keep their files; a block left normally waits for every worker, as before.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -35,13 +36,15 @@ WATCH_S = 0.5
 ORPHANED_EXIT = 3
 
 
-def _watch_parent(origin: int, every_s: float) -> None:
+def _watch_parent(origin: int, every_s: float, collect: tuple[int, ...]) -> None:
     """Worker initializer: SIGTERM ends this worker (a forked one inherits its parent's
     handler, which would turn it into KeyboardInterrupt), and so does the end of `origin`,
     the process that made the pool: checked now, then by a daemon thread that exits the
     worker once it has been re-parented, or (started by a fork server, which may outlive
-    `origin`: its parent is not `origin`) once `origin` is gone."""
+    `origin`: its parent is not `origin`) once `origin` is gone. The worker collects garbage
+    at `origin`'s thresholds (`collect`, as `gc.get_threshold` gave them there)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    gc.set_threshold(*collect)
     if os.getppid() != origin and not _alive(origin):
         os._exit(ORPHANED_EXIT)
     parent = os.getppid()
@@ -74,7 +77,8 @@ def worker_pool(workers: int, *, context: str | None = "spawn"
     waits for the runs in progress, which keep their results (module docstring)."""
     ctx = multiprocessing.get_context(context) if context is not None else None
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                               initializer=_watch_parent, initargs=(os.getpid(), WATCH_S))
+                               initializer=_watch_parent,
+                               initargs=(os.getpid(), WATCH_S, gc.get_threshold()))
     try:
         yield pool
     except KeyboardInterrupt:

@@ -363,30 +363,28 @@ def _fit_lost(submit: np.ndarray, start: np.ndarray, hosts: np.ndarray, at: np.n
 def _smallest_waiting(submit: np.ndarray, start: np.ndarray, hosts: np.ndarray,
                       at: np.ndarray) -> np.ndarray:
     """At each tick of `at` (ascending), after every submission and start at it: the hosts
-    of the smallest waiting job (submitted, not started), or a huge number when none."""
-    ticks = np.concatenate((submit, start))
-    is_start = np.concatenate((np.zeros(len(submit), dtype=np.int64),
-                               np.ones(len(start), dtype=np.int64)))
-    sizes = np.concatenate((hosts, hosts))
-    order = np.lexsort((sizes, is_start, ticks))  # (tick, submissions first, hosts)
-    events = list(zip(ticks[order].tolist(), is_start[order].tolist(), sizes[order].tolist()))
-    out = np.full(len(at), np.iinfo(np.int64).max, dtype=np.int64)
-    heap: list[int] = []
-    gone: dict[int, int] = {}
-    k, n = 0, len(events)
-    for i, t in enumerate(at.tolist()):
-        while k < n and events[k][0] <= t:
-            _, is_start, h = events[k]
-            if is_start:
-                gone[h] = gone.get(h, 0) + 1
-            else:
-                heapq.heappush(heap, h)
-            k += 1
-        while heap and gone.get(heap[0], 0):
-            gone[heap[0]] -= 1
-            heapq.heappop(heap)
-        if heap:
-            out[i] = heap[0]
+    of the smallest waiting job (submitted, not started), or a huge number when none.
+
+    A job waits at the ticks ``at[lo:hi]`` (``submit <= t < start``): a range minimum update
+    for each job, read at every tick. Each range is two overlapping blocks of a power-of-two
+    length; the blocks are applied from the longest down, each level's minima passed to the
+    two halves of the level below (O((jobs + ticks) log ticks) in numpy, two arrays alive)."""
+    n = len(at)
+    out = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    lo = np.searchsorted(at, submit, side="left")
+    hi = np.searchsorted(at, start, side="left")
+    some = hi > lo
+    lo, hi, size = lo[some], hi[some], np.asarray(hosts, dtype=np.int64)[some]
+    if not len(lo):
+        return out
+    level = np.frexp(hi - lo)[1] - 1  # floor(log2(length)), exact for lengths < 2**53
+    for k in range(int(level.max()), -1, -1):
+        on = level == k
+        np.minimum.at(out, lo[on], size[on])
+        np.minimum.at(out, hi[on] - (1 << k), size[on])
+        if k:  # a block of 2**k from i is the blocks of 2**(k-1) from i and i + 2**(k-1)
+            half = 1 << (k - 1)
+            np.minimum(out[half:], out[:n - half], out=out[half:])  # (overlap-safe)
     return out
 
 

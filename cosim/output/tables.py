@@ -165,8 +165,11 @@ def _column(items: Sequence[Any], get: Any, dtype: Any) -> np.ndarray:
 
 
 def _strings(values: Any, width: int) -> np.ndarray:
-    # cut to the field's width in bytes (numpy would raise on longer values)
-    return np.array([v.encode()[:width] for v in values], dtype=f"S{width}")
+    # cut to the field's width in bytes (numpy would raise on longer values); a column holds
+    # few distinct texts (statuses, kinds, apps, categories): each encoded once
+    values = list(values)
+    encoded = {v: v.encode()[:width] for v in set(values)}
+    return np.array(list(map(encoded.__getitem__, values)), dtype=f"S{width}")
 
 
 def _jobs_table(outs: Sequence[JobOutcome], technique: str,
