@@ -1,8 +1,9 @@
-"""Build steps pyproject.toml cannot state: cosim's one compiled module and its built-in data.
+"""Build steps pyproject.toml cannot state: cosim's two compiled modules and its built-in data.
 
-The compiled module, the master-worker loop (cosim/als/_serve.c), is optional: where no C
-compiler or Python headers exist the install goes on without it and cosim runs the identical
-pure-Python loop (`cosim --version` says which one is in use). The built-in platforms, apps
+The compiled modules, the master-worker loop (cosim/als/_serve.c) and the trace replay
+(cosim/bls/_replay.c), are optional: where no C compiler or Python headers exist the install
+goes on without them and cosim runs the identical pure-Python code (`cosim --version` says
+which is in use). The built-in platforms, apps
 and traces (the source tree's ``platforms/``, ``apps/``, ``traces/``) are copied into the
 built package as ``cosim/_data/`` (`cosim.paths.data_dir`), so a wheel is the whole tool; an
 editable install reads them from the source tree. Everything else is in pyproject.toml.
@@ -34,5 +35,7 @@ class BuildWithData(build_py):
 
 
 setup(ext_modules=[Extension("cosim.als._serve", ["cosim/als/_serve.c"], optional=True,
+                             extra_compile_args=FLAGS),
+                   Extension("cosim.bls._replay", ["cosim/bls/_replay.c"], optional=True,
                              extra_compile_args=FLAGS)],
       cmdclass={"build_py": BuildWithData})

@@ -34,6 +34,7 @@ import heapq
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -48,10 +49,18 @@ from cosim.errors import InputError, ProtocolError
 from cosim.platform.allocation import spread_runs
 from cosim.workload.jobs import Job, JobOutcome
 
-__all__ = ["Replayed", "replayable", "replay"]
+try:  # the compiled replay of the common runs (setup.py builds it where a C compiler is)
+    from cosim.bls import _replay as _kernel
+except ImportError:  # pragma: no cover - exercised where the module was not built
+    _kernel = None
+
+__all__ = ["Replayed", "replayable", "replay", "REPLAY_KERNEL"]
 
 #: ticks between two calls of the progress callback, as the round loop counts them
 _PROGRESS_EVERY = 512
+#: what replays FCFS and EASY runs on first-fit hosts: "compiled" (cosim/bls/_replay.c) or
+#: "python" (the module was not built)
+REPLAY_KERNEL = "compiled" if _kernel is not None else "python"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,11 +102,35 @@ def replayable(config: Any, cores: Sequence[int], jobs: Sequence[Job]) -> bool:
     return all(j.app == "rigid" and j.kind == "rigid" for j in jobs)
 
 
+def compiled_replayable(order: Sequence[Job], config: Any, cores: Sequence[int],
+                        quantum: int = 0) -> bool:
+    """True when the compiled replay takes a run `replay` takes: FCFS or EASY backfilling on
+    first-fit hosts, decisions at every event (no quantum, ``--bf-interval`` or window), no
+    priority job (ESP's Z jobs get reservations of their own), and every job's PEs fitting
+    its hosts (else the Python replay raises at its submission)."""
+    easy_or_none = (policies.backfill("easy"), policies.backfill("none"))
+    return (quantum == 0 and not config.bf_interval and initial_tunables(config).window <= 1
+            and config.selection == "first-fit"
+            and policies.backfill(config.backfill) in easy_or_none
+            and all(j.priority <= 0 and j.pes <= j.hosts * cores[0] for j in order))
+
+
 def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: int = 0,
-           progress: Callable[[int, int], None] | None = None) -> Replayed:
+           progress: Callable[[int, int], None] | None = None,
+           compiled: bool | None = None) -> Replayed:
     """Run `order` (the jobs sorted by ``(submit, id)``) on hosts of `cores` PEs under
     `config` (a `BatchConfig` that `replayable` accepts), deciding at multiples of `quantum`
-    ticks (0: at every event)."""
+    ticks (0: at every event). `compiled`: None runs the compiled replay where it applies
+    (`compiled_replayable`) and is built, True insists on it (ValueError where it does not
+    apply, RuntimeError where it was not built), False runs the Python replay, the reference.
+    """
+    if compiled is not False and compiled_replayable(order, config, cores, quantum):
+        if _kernel is not None:
+            return _replay_compiled(order, config, cores, progress)
+        if compiled:
+            raise RuntimeError("the compiled replay was not built on this machine")
+    elif compiled:
+        raise ValueError("the compiled replay does not take this run (compiled_replayable)")
     n_hosts, max_pes = len(cores), cores[0]  # PEs per host (all equal: `replayable`)
     user_key = config.priority_key
     key_of = user_key if user_key is not None else policies.priority(config.priority).key
@@ -252,6 +285,55 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: 
     return Replayed(outcomes=outcomes, first_reservation=first, allocations=log.table(),
                     rounds=rounds, passes=passes, facts=facts, submissions=n, kills=kills,
                     rejected=rejected, scattered_starts=scattered)
+
+
+def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
+                     progress: Callable[[int, int], None] | None) -> Replayed:
+    """`replay` by the compiled kernel (cosim/bls/_replay.c: the same steps on arrays); the
+    outcomes, first reservations and allocation log built here from its arrays, in the
+    order the Python replay makes them."""
+    n_hosts, n = len(cores), len(order)
+    user_key = config.priority_key
+    key_of = user_key if user_key is not None else policies.priority(config.priority).key
+    # the queue order as a rank per job: its key's place among the keys of the jobs that
+    # are queued (a larger job is rejected, unkeyed); equal keys by submission, as bisect_right
+    keyed = sorted(((-j.priority, *key_of(j), j.id), k) for k, j in enumerate(order)
+                   if j.hosts <= n_hosts)
+    rank = np.full(n, -1, dtype=np.int64)
+    rank[np.fromiter((k for _, k in keyed), dtype=np.int64, count=len(keyed))] = np.arange(
+        len(keyed), dtype=np.int64)
+    columns = [np.fromiter(map(attrgetter(name), order), dtype=np.int64, count=n)
+               for name in ("submit", "runtime", "walltime", "hosts", "id", "pes")]
+    easy = policies.backfill(config.backfill) is policies.backfill("easy")
+    *arrays, counters = _kernel.replay(n, *columns[:4], rank, *columns[4:], n_hosts, easy,
+                                       config.walltime_kill, progress)
+    start, end, status, done, run_at, run_n, run_first, run_count, res_job, res_tick = (
+        np.frombuffer(a, dtype=np.int64).tolist() for a in arrays[:10])
+    rounds, passes, facts, kills, rejected = counters
+    outcomes: dict[int, JobOutcome] = {}
+    for k in done:
+        job = order[k]
+        if status[k] == 2:
+            outcomes[job.id] = JobOutcome(job=job, start=None, end=None, hosts=(),
+                                          status="rejected")
+            continue
+        a, m, s, e = run_at[k], run_n[k], start[k], end[k]
+        outcomes[job.id] = JobOutcome(
+            job=job, start=s, end=e, hosts=IndexSet(tuple(run_first[a:a + m]),
+                                                     tuple(run_count[a:a + m])),
+            status="killed" if status[k] else "completed", pe_ticks=job.pes * (e - s),
+            pes_start=job.pes)
+    # the allocation log: the kernel's rows (job, first host, hosts, PEs on each) in order
+    job, first_host, hosts, pes = (np.frombuffer(a, dtype=np.int64) for a in arrays[10:])
+    ids, starts, ends = columns[4][job], np.asarray(start)[job], np.asarray(end)[job]
+    log = AllocLog()
+    log.extend(job=ids, host=first_host, hosts=hosts, core=0, pes=pes, start=starts,
+               end=ends, role=OWN, owner=ids)
+    return Replayed(outcomes=outcomes,
+                    first_reservation={order[k].id: r for k, r in zip(res_job, res_tick,
+                                                                      strict=True)},
+                    allocations=log.table(), rounds=rounds, passes=passes, facts=facts,
+                    submissions=n, kills=kills, rejected=rejected, scattered_starts=0)
 
 
 def _first_fit(free: bytearray, count: int) -> tuple[IndexSet, list[tuple[int, int]]]:

@@ -133,10 +133,11 @@ class RunTables:
     def cores_per_host(self) -> int:
         """The core count of every host; ValueError when the hosts differ (`host_cores`)."""
         counts = np.asarray(self.host_cores)
-        if not len(counts) or counts.min() != counts.max():  # (np.unique loads numpy.ma)
-            raise ValueError(f"run {self.run_id}: hosts have {counts.min(initial=0)} to "
-                             f"{counts.max(initial=0)} cores (read host_cores)")
-        return int(counts[0])
+        lo, hi = (int(counts.min()), int(counts.max())) if len(counts) else (0, 0)
+        if not len(counts) or lo != hi:  # (np.unique would load numpy.ma)
+            raise ValueError(f"run {self.run_id}: hosts have {lo} to {hi} cores (read "
+                             "host_cores)")
+        return lo
 
     @property
     def n_pes(self) -> int:

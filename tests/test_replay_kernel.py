@@ -1,0 +1,129 @@
+"""The compiled trace replay (cosim/bls/_replay.c) against the Python replay, its reference:
+the same outcomes in the same order, allocation log, first reservations, counters and
+progress calls, on random workloads under every run it takes, and on whole traces; and the
+runs it does not take go to the Python replay."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cosim.bls import BatchConfig
+from cosim.bls import replay as replay_module
+from cosim.bls.replay import compiled_replayable, replay
+from cosim.testing.workloads import lublin_like
+from cosim.workload.jobs import Job
+
+pytestmark = pytest.mark.skipif(
+    replay_module._kernel is None,
+    reason="the compiled replay was not built on this machine (setup.py: no C compiler or "
+           "Python headers at install); cosim runs the Python replay, tested everywhere else")
+
+S = 1_000_000_000
+
+
+def _run(order, config, cores, compiled):
+    calls: list[tuple[int, int]] = []
+    r = replay(order, config=config, cores=cores, compiled=compiled,
+               progress=lambda t, n: calls.append((t, n)))
+    return r, calls
+
+
+def _same(order, config, cores) -> None:
+    (a, calls_a), (b, calls_b) = (_run(order, config, cores, c) for c in (True, False))
+    assert list(a.outcomes.items()) == list(b.outcomes.items())  # the order too
+    assert np.array_equal(a.allocations, b.allocations)
+    assert list(a.first_reservation.items()) == list(b.first_reservation.items())
+    assert ({f.name: getattr(a, f.name) for f in dataclasses.fields(a)
+             if f.name not in ("outcomes", "allocations", "first_reservation")}
+            == {f.name: getattr(b, f.name) for f in dataclasses.fields(b)
+                if f.name not in ("outcomes", "allocations", "first_reservation")})
+    assert calls_a == calls_b
+
+
+def _by_user(job: Job) -> tuple[int, int]:
+    return (job.user, -job.walltime)
+
+
+@st.composite
+def runs(draw):
+    n_hosts = draw(st.integers(1, 10))
+    cores = draw(st.integers(1, 3))
+    jobs = []
+    for i in range(draw(st.integers(1, 30))):
+        hosts = draw(st.integers(1, n_hosts + 1))  # one more than the machine: rejected
+        jobs.append(Job(id=draw(st.integers(0, 3)) * 100 + i, submit=draw(st.integers(0, 12)) * S,
+                        hosts=hosts, pes=draw(st.integers(hosts, hosts * cores)),
+                        runtime=draw(st.sampled_from([0, 1, 2, 3, 5, 8])) * S,
+                        walltime=draw(st.sampled_from([0, 1, 2, 3, 5, 8, 13])) * S,
+                        priority=draw(st.sampled_from([0] * 6 + [-1, -2])),
+                        user=draw(st.integers(0, 3))))
+    order = sorted(jobs, key=lambda j: (j.submit, j.id))
+    priority = draw(st.sampled_from(["fcfs", "sjf", "key"]))
+    config = BatchConfig(backfill=draw(st.sampled_from(["easy", "none"])),
+                         walltime_kill=draw(st.booleans()),
+                         **({"priority_key": _by_user} if priority == "key" else
+                            {"priority": priority}))
+    return order, config, [cores] * n_hosts
+
+
+@settings(max_examples=400, deadline=None)
+@given(runs())
+def test_the_compiled_replay_is_the_python_replay(run):
+    """Ties everywhere: equal submits and keys, ends at submits, zero run times and walltimes,
+    kills at the tick others complete, negative priorities, jobs larger than the machine,
+    PEs not a multiple of the hosts (the log's spread rule), a user's own key."""
+    order, config, cores = run
+    assert compiled_replayable(order, config, cores)
+    _same(order, config, cores)
+
+
+@pytest.mark.parametrize("backfill, priority", [("easy", "fcfs"), ("none", "fcfs"),
+                                                ("easy", "sjf")])
+def test_whole_traces_are_replayed_alike(backfill, priority):
+    from cosim.paths import TRACES_DIR
+    from cosim.workload.swf import read_swf
+
+    w = read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz", max_hosts=100)
+    _same(list(w.jobs), BatchConfig(backfill=backfill, priority=priority), [1] * 100)
+    jobs = sorted(lublin_like(4000, 64, np.random.default_rng(9), cores=4),
+                  key=lambda j: (j.submit, j.id))
+    _same(jobs, BatchConfig(backfill=backfill, priority=priority, walltime_kill=False),
+          [4] * 64)
+
+
+def test_the_runs_it_does_not_take_go_to_the_python_replay(monkeypatch):
+    jobs = [Job(id=1, submit=0, hosts=1, pes=1, runtime=S, walltime=2 * S)]
+    cores = [1, 1]
+    assert compiled_replayable(jobs, BatchConfig(), cores)
+    for config, kw in ((BatchConfig(backfill="conservative"), {}),
+                       (BatchConfig(selection="best-fit"), {}),
+                       (BatchConfig(window=2), {}),
+                       (BatchConfig(bf_interval=30 * S), {}),
+                       (BatchConfig(), {"quantum": 2 * S})):
+        assert not compiled_replayable(jobs, config, cores, **kw)
+        with pytest.raises(ValueError, match="does not take"):
+            replay(jobs, config=config, cores=cores, compiled=True, **kw)
+        replay(jobs, config=config, cores=cores, **kw)  # the Python replay, by default
+    z = [dataclasses.replace(jobs[0], priority=1)]  # a priority job: reservations of its own
+    assert not compiled_replayable(z, BatchConfig(), cores)
+    wide = [dataclasses.replace(jobs[0], pes=2)]  # more PEs than its host has: Python raises
+    assert not compiled_replayable(wide, BatchConfig(), cores)
+    monkeypatch.setattr(replay_module, "_kernel", None)
+    with pytest.raises(RuntimeError, match="not built"):
+        replay(jobs, config=BatchConfig(), cores=cores, compiled=True)
+    assert replay(jobs, config=BatchConfig(), cores=cores).outcomes[1].end == S
+
+
+def test_an_error_in_the_progress_callback_comes_out_of_the_kernel():
+    jobs = sorted(lublin_like(3000, 16, np.random.default_rng(3)), key=lambda j: (j.submit, j.id))
+
+    def progress(t, n):
+        raise KeyError("stop")
+
+    with pytest.raises(KeyError, match="stop"):
+        replay(jobs, config=BatchConfig(), cores=[1] * 16, compiled=True, progress=progress)
