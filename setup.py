@@ -1,7 +1,8 @@
-"""Build steps pyproject.toml cannot state: cosim's two compiled modules and its built-in data.
+"""Build steps pyproject.toml cannot state: cosim's compiled modules and its built-in data.
 
-The compiled modules, the master-worker loop (cosim/als/_serve.c) and the trace replay
-(cosim/bls/_replay.c), are optional: where no C compiler or Python headers exist the install
+The compiled modules — the master-worker loop (cosim/als/_serve.c), the trace replay
+(cosim/bls/_replay.c) and the row formatter of the output files (cosim/output/_text.c) — are
+optional: where no C compiler or Python headers exist the install
 goes on without them and cosim runs the identical pure-Python code (`cosim --version` says
 which is in use). The built-in platforms, apps
 and traces (the source tree's ``platforms/``, ``apps/``, ``traces/``) are copied into the
@@ -37,5 +38,7 @@ class BuildWithData(build_py):
 setup(ext_modules=[Extension("cosim.als._serve", ["cosim/als/_serve.c"], optional=True,
                              extra_compile_args=FLAGS),
                    Extension("cosim.bls._replay", ["cosim/bls/_replay.c"], optional=True,
+                             extra_compile_args=FLAGS),
+                   Extension("cosim.output._text", ["cosim/output/_text.c"], optional=True,
                              extra_compile_args=FLAGS)],
       cmdclass={"build_py": BuildWithData})

@@ -255,7 +255,8 @@ def test_dot_is_exact_at_any_size(pairs, bits, bits_b):
     a = np.array([x >> (62 - bits) for x, _ in pairs], dtype=np.int64)
     b = np.array([y >> (62 - bits_b) for _, y in pairs], dtype=np.int64)
     assert _dot(a, b) == sum(x * y for x, y in zip(a.tolist(), b.tolist(), strict=True))
-    assert _dot(a > 0, b) == sum(y for x, y in zip(a.tolist(), b.tolist(), strict=True) if x > 0)
+    assert _dot(a > 0, b) == sum(y for x, y in zip(a.tolist(), b.tolist(), strict=True)
+                                 if x > 0)
     # the worst case: every product as large as allowed and of one sign, past int64 in all
     for big in (2**20, 2**25, 2**27):
         n = 3000

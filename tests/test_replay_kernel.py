@@ -56,7 +56,8 @@ def runs(draw):
     jobs = []
     for i in range(draw(st.integers(1, 30))):
         hosts = draw(st.integers(1, n_hosts + 1))  # one more than the machine: rejected
-        jobs.append(Job(id=draw(st.integers(0, 3)) * 100 + i, submit=draw(st.integers(0, 12)) * S,
+        jobs.append(Job(id=draw(st.integers(0, 3)) * 100 + i,
+                        submit=draw(st.integers(0, 12)) * S,
                         hosts=hosts, pes=draw(st.integers(hosts, hosts * cores)),
                         runtime=draw(st.sampled_from([0, 1, 2, 3, 5, 8])) * S,
                         walltime=draw(st.sampled_from([0, 1, 2, 3, 5, 8, 13])) * S,
@@ -120,7 +121,8 @@ def test_the_runs_it_does_not_take_go_to_the_python_replay(monkeypatch):
 
 
 def test_an_error_in_the_progress_callback_comes_out_of_the_kernel():
-    jobs = sorted(lublin_like(3000, 16, np.random.default_rng(3)), key=lambda j: (j.submit, j.id))
+    jobs = sorted(lublin_like(3000, 16, np.random.default_rng(3)),
+                  key=lambda j: (j.submit, j.id))
 
     def progress(t, n):
         raise KeyError("stop")

@@ -91,7 +91,8 @@ def swf_texts(draw):
     return "\n".join(lines) + draw(st.sampled_from(["", "\n", "\r\n"]))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=swf_texts(), gz=st.booleans(), lenient=st.booleans(),
        max_hosts=st.sampled_from([None, 100_000]))
 def test_the_bulk_reader_gives_what_the_line_reader_gives(tmp_path, monkeypatch, text, gz,

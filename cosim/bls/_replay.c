@@ -393,7 +393,8 @@ static PyObject *replay(PyObject *self, PyObject *args)
         }
     }
     if (qn || rn) {
-        PyErr_SetString(PyExc_RuntimeError, "simulation ended with jobs still queued or running");
+        PyErr_SetString(PyExc_RuntimeError,
+                        "simulation ended with jobs still queued or running");
         goto out;
     }
     if (progress != Py_None) {

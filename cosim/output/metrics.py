@@ -342,7 +342,8 @@ def loss_of_capacity(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     dt = np.diff(times)  # segment k = [times[k], times[k+1]) with the state after event k
     free = n_hosts - busy[:-1]
     if fit_only:  # the state after every event at a tick: zero-length segments weigh 0
-        lost = _fit_lost(w_sub, w_start, w_hosts, times[:-1], free, (waiting[:-1] > 0) & (dt > 0))
+        lost = _fit_lost(w_sub, w_start, w_hosts, times[:-1], free,
+                         (waiting[:-1] > 0) & (dt > 0))
     else:
         lost = waiting[:-1] > 0
     return _dot(free * lost, dt) / (n_hosts * (t1 - t0))

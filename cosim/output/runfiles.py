@@ -30,6 +30,7 @@ from typing import Any
 
 from cosim.core.files import atomic_open
 from cosim.core.indexset import IndexSet
+from cosim.output import textrows
 from cosim.workload.jobs import JobOutcome
 from cosim.workload.swf_write import format_ticks
 from cosim.workload.value import earned
@@ -71,23 +72,32 @@ def csv_field(text: str) -> str:
 
 
 def _rows(outcomes: Sequence[JobOutcome]) -> Iterable[str]:
-    yield JOBS_HEADER + "\n"
-    sec = format_ticks
-    for o in sorted(outcomes, key=lambda o: o.job.id):
-        j = o.job
-        started = o.start is not None
-        start = sec(o.start) if started else ""
-        end = sec(o.end) if o.end is not None else ""
-        wait = sec(o.start - j.submit) if started else ""
-        # the RCA columns are empty for most jobs: skip their formatting then
-        rca = (f"{_at(o.yielded, True)},{_at(o.lent, True)},{_at(o.borrowed, False)}"
-               if o.yielded or o.lent or o.borrowed else ",,")
-        yield (f"{j.id},{sec(j.submit)},{start},{end},{len(o.hosts) or j.hosts},"
-               f"{j.pes},{o.status},{wait},{sec(j.walltime)},{sec(j.runtime)},"
-               f"{csv_field(j.category)},{csv_field(j.app)},{host_ranges(o.hosts)},{rca},"
-               f"{j.kind},{o.shrinks},{o.expands},{sec(o.pe_ticks)},"
-               f"{'' if j.value is None else repr(earned(o))},"
-               f"{repr(o.energy_j) if o.power else ''},{_power(o.power)}\n")
+    """The file's text: its header, then a row per job in id order, a column at a time
+    (`cosim.output.textrows`)."""
+    ordered = sorted(outcomes, key=lambda o: o.job.id)
+    jobs = [o.job for o in ordered]
+    started = [o.start for o in ordered]
+    columns = [
+        textrows.ints(j.id for j in jobs), textrows.ticks(j.submit for j in jobs),
+        textrows.ticks(started), textrows.ticks(o.end for o in ordered),
+        textrows.ints(len(o.hosts) or o.job.hosts for o in ordered),
+        textrows.ints(j.pes for j in jobs), [o.status for o in ordered],
+        textrows.ticks(None if s is None else s - j.submit for s, j in zip(started, jobs,
+                                                                            strict=True)),
+        textrows.ticks(j.walltime for j in jobs), textrows.ticks(j.runtime for j in jobs),
+        [csv_field(j.category) for j in jobs], [csv_field(j.app) for j in jobs],
+        [host_ranges(o.hosts) for o in ordered],
+        # the RCA columns are empty for most jobs: no formatting then
+        [_at(o.yielded, True) if o.yielded else "" for o in ordered],
+        [_at(o.lent, True) if o.lent else "" for o in ordered],
+        [_at(o.borrowed, False) if o.borrowed else "" for o in ordered],
+        [j.kind for j in jobs], textrows.ints(o.shrinks for o in ordered),
+        textrows.ints(o.expands for o in ordered), textrows.ticks(o.pe_ticks for o in ordered),
+        ["" if o.job.value is None else repr(earned(o)) for o in ordered],
+        [repr(o.energy_j) if o.power else "" for o in ordered],
+        [_power(o.power) if o.power else "" for o in ordered],
+    ]
+    return (JOBS_HEADER + "\n", textrows.rows(columns, ","))
 
 
 def _power(segments: Sequence[tuple[int, int]]) -> str:

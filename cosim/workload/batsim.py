@@ -39,8 +39,7 @@ from cosim.errors import InputError
 from cosim.workload.jobs import CATEGORY_CHARS, Job, JobOutcome
 from cosim.workload.swf import SwfWorkload, seconds_to_ticks
 
-__all__ = ["BATSIM_COLUMNS", "is_batsim", "read_batsim", "batsim_machine", "write_batsim_jobs",
-           "batsim_rows"]
+__all__ = ["BATSIM_COLUMNS", "is_batsim", "read_batsim", "batsim_machine", "write_batsim_jobs"]
 
 BATSIM_COLUMNS = ("job_id", "workload_name", "profile", "submission_time",
                   "requested_number_of_resources", "requested_time", "success", "final_state",
@@ -166,45 +165,52 @@ def read_batsim(path: str | os.PathLike[str], *, cores_per_host: int = 1,
                        bad_lines=0, cores_per_host=cores_per_host, procs_field="requested")
 
 
-def batsim_rows(outcomes: Iterable[JobOutcome], workload: str) -> Iterable[list[str]]:
-    """The rows of ``batsim_jobs.csv`` (without the header), by job id."""
+def _field(text: str) -> str:
+    """A CSV field as `csv.writer` writes it with ``lineterminator="\\n"``: quoted when it
+    holds a comma, a quote or a newline."""
+    if "," in text or '"' in text or "\n" in text:
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _batsim_text(outcomes: Iterable[JobOutcome], workload: str) -> str:
+    """The rows of ``batsim_jobs.csv`` (without the header) by job id, a column at a time
+    (`cosim.output.textrows`)."""
+    from cosim.output import textrows
     from cosim.output.runfiles import host_ranges  # Batsim's interval sets: "0-3 7"
-    from cosim.workload.swf_write import format_ticks as _s
-    for o in sorted(outcomes, key=lambda o: o.job.id):
-        j = o.job
-        profile = j.category or j.app
-        common = [str(j.id), workload, profile, _s(j.submit), str(j.hosts), _s(j.walltime)]
-        if o.status == "rejected" or o.start is None or o.end is None:
-            yield [*common, "0", _FINAL["rejected"], "-1", "-1", "-1", "-1", "-1", "-1", "",
-                   "-1", ""]
-            continue
-        run, wait, turn = o.end - o.start, o.start - j.submit, o.end - j.submit
-        stretch = (repr(turn / run) if run else ("inf" if turn else "1"))
-        yield [*common, "1" if o.status == "completed" else "0",
-               _FINAL.get(o.status, "COMPLETED_FAILED"), _s(o.start), _s(run), _s(o.end),
-               _s(wait), _s(turn), stretch, host_ranges(o.hosts), "-1", ""]
+
+    # a rejected or dropped job never ran: its times are -1, it holds no resource
+    ran = sorted(outcomes, key=lambda o: o.job.id)
+    done = [not (o.status == "rejected" or o.start is None or o.end is None) for o in ran]
+    jobs = [o.job for o in ran]
+    start = [o.start if d else None for o, d in zip(ran, done, strict=True)]
+    end = [o.end if d else None for o, d in zip(ran, done, strict=True)]
+    run = [None if e is None else e - s for s, e in zip(start, end, strict=True)]
+    wait = [None if s is None else s - j.submit for s, j in zip(start, jobs, strict=True)]
+    turn = [None if e is None else e - j.submit for e, j in zip(end, jobs, strict=True)]
+    n = len(ran)
+    columns = [
+        textrows.ints(j.id for j in jobs), [_field(workload)] * n,
+        [_field(j.category or j.app) for j in jobs], textrows.ticks(j.submit for j in jobs),
+        textrows.ints(j.hosts for j in jobs), textrows.ticks(j.walltime for j in jobs),
+        ["1" if d and o.status == "completed" else "0" for o, d in zip(ran, done, strict=True)],
+        [_FINAL.get(o.status, "COMPLETED_FAILED") if d else _FINAL["rejected"]
+         for o, d in zip(ran, done, strict=True)],
+        textrows.ticks(start, "-1"), textrows.ticks(run, "-1"), textrows.ticks(end, "-1"),
+        textrows.ticks(wait, "-1"), textrows.ticks(turn, "-1"),
+        ["-1" if t is None else repr(t / r) if r else ("inf" if t else "1")  # stretch
+         for t, r in zip(turn, run, strict=True)],
+        [host_ranges(o.hosts) if d else "" for o, d in zip(ran, done, strict=True)],
+        ["-1"] * n, [""] * n,
+    ]
+    return textrows.rows(columns, ",")
 
 
 def write_batsim_jobs(path: str | os.PathLike[str], outcomes: Sequence[JobOutcome],
                       workload: str) -> None:
     """``batsim_jobs.csv`` (module docstring), atomically; `workload` fills
     ``workload_name``."""
-    import csv
-    import io
-
     from cosim.output.runfiles import atomic_write
 
-    def lines() -> Iterable[str]:
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(BATSIM_COLUMNS)
-        for row in batsim_rows(outcomes, workload):
-            writer.writerow(row)
-            if buf.tell() > 1 << 16:
-                yield buf.getvalue()
-                buf.seek(0)
-                buf.truncate()
-        yield buf.getvalue()
-
-    atomic_write(path, lines())
+    atomic_write(path, (",".join(BATSIM_COLUMNS) + "\n", _batsim_text(outcomes, workload)))
 

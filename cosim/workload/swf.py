@@ -569,7 +569,8 @@ _NOT_BULK = re.compile(r"[^0-9. \t\n-]")
 _TIME_FIELDS = (_SUBMIT, _RUN, _REQ_TIME)
 
 
-def _bulk_rows(reader: SwfReader) -> tuple[list[int], np.ndarray, dict[int, tuple[str, ...]]] | None:
+def _bulk_rows(reader: SwfReader
+               ) -> tuple[list[int], np.ndarray, dict[int, tuple[str, ...]]] | None:
     """The job lines of the usual trace at once: ``(line numbers, values, texts)``, the values
     an ``(n, 18)`` float array, `texts` the split text of each row with a fractional time
     field (`read_swf` needs its decimal digits), the header collected into `reader` as

@@ -335,30 +335,55 @@ def _cores_held(hosts: Any, before: Sequence[int]) -> int:
     return sum(before[f + n] - before[f] for f, n in runs)
 
 
-def _outcome_fields(out: JobOutcome, exe: int | None,
-                    cores_per_host: int | Sequence[int]) -> list[str]:
-    """The 18 fields of a schedule line (rules in the module docstring); `cores_per_host`
-    one count, or the prefix sums of the hosts' counts (`_cores_held`)."""
-    job = out.job
-    if out.status not in _STATUS:
-        raise ValueError(f"job {job.id}: unknown outcome status {out.status!r}")
-    if out.status in ("rejected", "dropped"):
-        wait = run = alloc = "-1"
-    else:
+def _schedule_rows(ordered: Sequence[JobOutcome], exes: Sequence[int | None],
+                   cores_per_host: int | Sequence[int]) -> str:
+    """The lines of a schedule (rules in the module docstring), a column at a time
+    (`cosim.output.textrows`); `cores_per_host` one count, or the prefix sums of the hosts'
+    counts (`_cores_held`). ValueError for an unknown status or inconsistent times, at the
+    first such outcome."""
+    from cosim.output import textrows
+
+    held = []  # (wait, run, cores) of each, None for a job that never ran
+    for out in ordered:
+        job = out.job
+        if out.status not in _STATUS:
+            raise ValueError(f"job {job.id}: unknown outcome status {out.status!r}")
+        if out.status in ("rejected", "dropped"):
+            held.append(None)
+            continue
         if out.start is None or out.end is None or out.start < job.submit or out.end < out.start:
             raise ValueError(f"job {job.id}: inconsistent times submit={job.submit} "
                              f"start={out.start} end={out.end}")
-        wait, run = format_ticks(out.start - job.submit), format_ticks(out.end - out.start)
-        alloc = str(len(out.hosts) * cores_per_host if isinstance(cores_per_host, int)
-                    else _cores_held(out.hosts, cores_per_host))
-    if exe is None:
-        exe = int(_raw(job, 13))
-    return [
-        str(job.id), format_ticks(job.submit), wait, run, alloc, "-1", "-1", str(job.pes),
-        format_ticks(job.walltime), format_value(_raw(job, 9)), str(_STATUS[out.status]),
-        str(job.user), str(job.group), str(exe), str(job.queue), str(job.partition),
-        format_value(_raw(job, 16)), format_value(_raw(job, 17)),
+        held.append((out.start - job.submit, out.end - out.start,
+                     len(out.hosts) * cores_per_host if isinstance(cores_per_host, int)
+                     else _cores_held(out.hosts, cores_per_host)))
+    jobs = [o.job for o in ordered]
+    n = len(jobs)
+    columns = [
+        textrows.ints(j.id for j in jobs), textrows.ticks(j.submit for j in jobs),
+        textrows.ticks((None if h is None else h[0] for h in held), "-1"),
+        textrows.ticks((None if h is None else h[1] for h in held), "-1"),
+        textrows.ints((None if h is None else h[2] for h in held), "-1"), ["-1"] * n,
+        ["-1"] * n, textrows.ints(j.pes for j in jobs),
+        textrows.ticks(j.walltime for j in jobs), _raw_texts(jobs, 9),
+        textrows.ints(_STATUS[o.status] for o in ordered),
+        textrows.ints(j.user for j in jobs), textrows.ints(j.group for j in jobs),
+        textrows.ints(int(_raw(j, 13)) if e is None else e for j, e in zip(jobs, exes,
+                                                                           strict=True)),
+        textrows.ints(j.queue for j in jobs), textrows.ints(j.partition for j in jobs),
+        _raw_texts(jobs, 16), _raw_texts(jobs, 17),
     ]
+    return textrows.rows(columns, " ")
+
+
+def _raw_texts(jobs: Sequence[Job], i: int) -> list[str]:
+    """`format_value` of each job's raw field `i` (-1 without one), each distinct value
+    formatted once (a column holds few: -1, a handful of memory sizes)."""
+    texts: dict[float, str] = {}
+    values = [-1 if j.swf is None else j.swf[i] for j in jobs]
+    for v in set(values):
+        texts[v] = format_value(v)
+    return [texts.get(v) or format_value(v) for v in values]  # (a NaN is not found)
 
 
 def _write_atomic(path: str | os.PathLike[str], text: str) -> None:
@@ -443,6 +468,5 @@ def write_swf(path: str | os.PathLike[str], outcomes: Iterable[JobOutcome], *,
     exes, apps = _app_table([o.job for o in ordered], prefer_fracs)
     buf = io.StringIO()
     buf.write(_header_text(_build_header(header, len(ordered), apps, schedule=True)))
-    for out, exe in zip(ordered, exes, strict=True):
-        buf.write(" ".join(_outcome_fields(out, exe, cores_per_host)) + "\n")
+    buf.write(_schedule_rows(ordered, exes, cores_per_host))
     _write_atomic(path, buf.getvalue())
