@@ -129,3 +129,51 @@ def test_an_error_in_the_progress_callback_comes_out_of_the_kernel():
 
     with pytest.raises(KeyError, match="stop"):
         replay(jobs, config=BatchConfig(), cores=[1] * 16, compiled=True, progress=progress)
+
+
+def test_runs_whose_ticks_could_leave_int64_go_to_the_python_replay():
+    """The kernel's arithmetic is int64: a run whose latest possible tick is past it is not
+    given to it (the Python replay's ints do not wrap)."""
+    t = 3 * 10**17
+    jobs = [Job(id=1, submit=t, hosts=1, pes=1, runtime=100 * S, walltime=9 * 10**18),
+            Job(id=2, submit=t + S, hosts=2, pes=2, runtime=10 * S, walltime=10 * S),
+            Job(id=3, submit=t + S, hosts=1, pes=1, runtime=5 * S, walltime=5 * S)]
+    assert not compiled_replayable(jobs, BatchConfig(), [1, 1])
+    r = replay(jobs, config=BatchConfig(), cores=[1, 1])
+    assert r.outcomes[3].start == t + S and r.first_reservation[2] > 9 * 10**18
+    near = [Job(id=1, submit=2**63 - 10, hosts=1, pes=1, runtime=20, walltime=20)]
+    assert not compiled_replayable(near, BatchConfig(), [1])
+    safe = [dataclasses.replace(j, submit=j.submit - 3 * 10**17 + S, walltime=10 * S)
+            for j in jobs]
+    assert compiled_replayable(safe, BatchConfig(), [1, 1])
+
+
+def test_a_priority_key_that_fails_fails_as_in_the_python_replay():
+    jobs = sorted(lublin_like(2000, 16, np.random.default_rng(4)), key=lambda j: (j.submit, j.id))
+    last = jobs[-1].id
+
+    def key(job: Job) -> tuple[int]:
+        if job.id == last:
+            raise KeyError("no key")
+        return (job.submit,)
+
+    calls = [[], []]
+    for k, compiled in enumerate((None, False)):
+        with pytest.raises(KeyError, match="no key"):
+            replay(jobs, config=BatchConfig(priority_key=key), cores=[1] * 16,
+                   compiled=compiled, progress=lambda t, n, out=calls[k]: out.append((t, n)))
+    assert calls[0] == calls[1] and calls[0]
+
+
+def test_the_kernel_checks_what_it_is_given():
+    kernel = replay_module._kernel
+    one = np.ones(1, dtype=np.int64)
+    with pytest.raises(ValueError, match="hosts and PEs"):
+        kernel.replay(1, one, one, one, one * 0, one, one, one, 2, True, True, None)
+    with pytest.raises(TypeError, match="int64"):
+        kernel.replay(1, one.astype(np.float64), one, one, one, one, one, one, 2, True, True,
+                      None)
+    with pytest.raises(TypeError, match="int64"):
+        kernel.replay(2**61, one, one, one, one, one, one, one, 2, True, True, None)
+    with pytest.raises(ValueError, match="n must be"):
+        kernel.replay(-1, one, one, one, one, one, one, one, 2, True, True, None)

@@ -5,6 +5,9 @@ it, the line reader with the bulk one switched off."""
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -125,3 +128,29 @@ def test_what_the_bulk_reader_leaves_to_the_line_reader(tmp_path):
         assert swf._bulk_rows(SwfReader(p)) is None, what
     p.write_text(ok + "\n")
     assert swf._bulk_rows(SwfReader(p)) is not None
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_named_pipe_is_read_line_by_line_and_refused_as_before(tmp_path):
+    """A FIFO can be read once: the bulk reader leaves it alone (else the line reader would
+    wait for a second writer forever), and the line reader says it cannot seek in it."""
+    fifo = tmp_path / "pipe.swf"
+    os.mkfifo(fifo)
+    script = ("import threading, sys\n"
+              "from cosim.errors import InputError\n"
+              "from cosim.workload.swf import read_swf\n"
+              f"path = {str(fifo)!r}\n"
+              "def feed():\n"
+              "    try:\n"
+              "        with open(path, 'w') as fh:\n"
+              "            fh.write('1 0 -1 10 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1\\n')\n"
+              "    except BrokenPipeError:\n"
+              "        pass\n"
+              "threading.Thread(target=feed, daemon=True).start()\n"
+              "try:\n"
+              "    read_swf(path)\n"
+              "except InputError as exc:\n"
+              "    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60)
+    assert "not seekable" in out.stdout, out.stderr

@@ -4,6 +4,7 @@ field."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,3 +71,11 @@ def test_the_compiled_formatter_checks_what_it_is_given():
         textrows._text.rows([textrows.ints([1, 2])], 3, ",")
     with pytest.raises(TypeError, match="not a str"):
         textrows._text.rows([["a", 5]], 2, ",")
+    for values in (np.array([1.5, 2.0]), np.array([1, 2], dtype=">i8"),
+                   np.array([1, 2], dtype=np.uint64)):  # only native int64 is formatted
+        with pytest.raises(ValueError, match="native int64"):
+            textrows._text.rows([(0, values, None, "")], 2, ",")
+    with pytest.raises(ValueError, match="native int64"):  # no n * 8 overflow
+        textrows._text.rows([(1, np.zeros(0, np.int64), None, "")], 2**61, ",")
+    with pytest.raises(TypeError, match="a list of str or a tuple"):
+        textrows._text.rows([np.zeros(2, np.int64)], 2, ",")

@@ -171,7 +171,8 @@ static int get_i64(PyObject *o, Py_buffer *b, Py_ssize_t n, const char *what)
     if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
     const char *f = b->format ? b->format : "";
     if (*f == '<' || *f == '=' || *f == '@') f++;
-    if (b->itemsize != 8 || (strcmp(f, "q") && strcmp(f, "l")) || b->len != n * 8) {
+    if (b->itemsize != 8 || (strcmp(f, "q") && strcmp(f, "l")) || b->len % 8
+        || b->len / 8 != n) {
         PyBuffer_Release(b);
         PyErr_Format(PyExc_TypeError, "%s: %zd int64 values expected", what, n);
         return -1;
@@ -194,6 +195,10 @@ static PyObject *replay(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "nOOOOOOOLppO", &n, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
                           &o[6], &n_hosts_ll, &easy, &kill, &progress))
         return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
+        return NULL;
+    }
     const char *names[7] = {"submit", "runtime", "walltime", "hosts", "rank", "id", "pes"};
     Py_buffer buf[7];
     int got = 0;
@@ -218,6 +223,13 @@ static PyObject *replay(PyObject *self, PyObject *args)
     }
     Jobs J = {n, buf[0].buf, buf[1].buf, buf[2].buf, buf[3].buf, buf[4].buf, buf[5].buf,
               buf[6].buf};
+    for (Py_ssize_t j = 0; j < n; j++) { /* what Job guarantees, checked: no division by 0 */
+        if (J.hosts[j] < 1 || J.pes[j] < 1 || J.run[j] < 0 || J.wall[j] < 0
+            || J.submit[j] < 0) {
+            PyErr_Format(PyExc_ValueError, "job %zd: hosts and PEs >= 1, times >= 0", j);
+            goto out;
+        }
+    }
     size_t sz = (size_t)(n ? n : 1);
     free_h = PyMem_Malloc((size_t)n_hosts);
     queue = PyMem_Malloc(sz * sizeof(i64));
@@ -429,6 +441,6 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_replay",
                                     "The compiled trace replay (cosim.bls.replay).", -1,
-                                    methods};
+                                    methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__replay(void) { return PyModule_Create(&module); }

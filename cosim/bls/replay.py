@@ -112,7 +112,21 @@ def compiled_replayable(order: Sequence[Job], config: Any, cores: Sequence[int],
     return (quantum == 0 and not config.bf_interval and initial_tunables(config).window <= 1
             and config.selection == "first-fit"
             and policies.backfill(config.backfill) in easy_or_none
-            and all(j.priority <= 0 and j.pes <= j.hosts * cores[0] for j in order))
+            and all(j.priority <= 0 and j.pes <= j.hosts * cores[0] for j in order)
+            and _fits_int64(order, config.walltime_kill))
+
+
+def _fits_int64(order: Sequence[Job], kill: bool) -> bool:
+    """True when no tick of the replay can leave int64 (the kernel's arithmetic): every job
+    starts by the last submission plus every job's time on the machine (after the last
+    submission a waiting job always finds some job running, or starts), and ends or is
+    expected to end at most a walltime later. Job ids must fit too."""
+    if not order:
+        return True
+    busy = sum(min(j.runtime, j.walltime) if kill else j.runtime for j in order)
+    latest = (max(j.submit for j in order) + busy + max(max(j.walltime for j in order), 1)
+              + 1)
+    return latest < 2**63 and all(0 <= j.id < 2**63 for j in order)
 
 
 def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: int = 0,
@@ -126,8 +140,10 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: 
     """
     if compiled is not False and compiled_replayable(order, config, cores, quantum):
         if _kernel is not None:
-            return _replay_compiled(order, config, cores, progress)
-        if compiled:
+            done = _replay_compiled(order, config, cores, progress)
+            if done is not None:
+                return done
+        elif compiled:
             raise RuntimeError("the compiled replay was not built on this machine")
     elif compiled:
         raise ValueError("the compiled replay does not take this run (compiled_replayable)")
@@ -288,17 +304,22 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: 
 
 
 def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
-                     progress: Callable[[int, int], None] | None) -> Replayed:
+                     progress: Callable[[int, int], None] | None) -> Replayed | None:
     """`replay` by the compiled kernel (cosim/bls/_replay.c: the same steps on arrays); the
     outcomes, first reservations and allocation log built here from its arrays, in the
-    order the Python replay makes them."""
+    order the Python replay makes them. None when a priority key fails (raises, or keys that
+    do not compare): the Python replay then fails where it meets that job, after the same
+    progress calls."""
     n_hosts, n = len(cores), len(order)
     user_key = config.priority_key
     key_of = user_key if user_key is not None else policies.priority(config.priority).key
     # the queue order as a rank per job: its key's place among the keys of the jobs that
     # are queued (a larger job is rejected, unkeyed); equal keys by submission, as bisect_right
-    keyed = sorted(((-j.priority, *key_of(j), j.id), k) for k, j in enumerate(order)
-                   if j.hosts <= n_hosts)
+    try:
+        keyed = sorted(((-j.priority, *key_of(j), j.id), k) for k, j in enumerate(order)
+                       if j.hosts <= n_hosts)
+    except Exception:  # noqa: BLE001 - whatever a user's key raises: the Python replay's
+        return None
     rank = np.full(n, -1, dtype=np.int64)
     rank[np.fromiter((k for _, k in keyed), dtype=np.int64, count=len(keyed))] = np.arange(
         len(keyed), dtype=np.int64)

@@ -92,6 +92,10 @@ static PyObject *rows(PyObject *self, PyObject *args)
     const char *sep;
     Py_ssize_t sep_len;
     if (!PyArg_ParseTuple(args, "Ons#", &columns, &n, &sep, &sep_len)) return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
+        return NULL;
+    }
     PyObject *seq = PySequence_Fast(columns, "columns must be a sequence");
     if (!seq) return NULL;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
@@ -116,21 +120,30 @@ static PyObject *rows(PyObject *self, PyObject *args)
             continue;
         }
         PyObject *vals, *blank, *text;
+        if (!PyTuple_Check(o)) {
+            PyErr_Format(PyExc_TypeError, "column %zd: a list of str or a tuple", c);
+            goto done;
+        }
         if (!PyArg_ParseTuple(o, "iOOO", &col->kind, &vals, &blank, &text)) goto done;
         if (col->kind != 0 && col->kind != 1) {
             PyErr_Format(PyExc_ValueError, "column %zd: unknown kind %d", c, col->kind);
             goto done;
         }
-        if (PyObject_GetBuffer(vals, &col->values, PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (PyObject_GetBuffer(vals, &col->values, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+            goto done;
         col->has_values = 1;
-        if (col->values.len != n * 8 || col->values.itemsize != 8) {
-            PyErr_Format(PyExc_ValueError, "column %zd: %zd int64 values expected", c, n);
+        const char *f = col->values.format ? col->values.format : "";
+        if (*f == '<' || *f == '=' || *f == '@') f++;
+        if (col->values.itemsize != 8 || (strcmp(f, "q") && strcmp(f, "l"))
+            || col->values.len % 8 || col->values.len / 8 != n) {
+            PyErr_Format(PyExc_ValueError, "column %zd: %zd native int64 values expected", c,
+                         n);
             goto done;
         }
         if (blank != Py_None) {
             if (PyObject_GetBuffer(blank, &col->blank, PyBUF_C_CONTIGUOUS) < 0) goto done;
             col->has_blank = 1;
-            if (col->blank.len != n) {
+            if (col->blank.itemsize != 1 || col->blank.len != n) {
                 PyErr_Format(PyExc_ValueError, "column %zd: %zd blank flags expected", c, n);
                 goto done;
             }

@@ -165,18 +165,11 @@ def read_batsim(path: str | os.PathLike[str], *, cores_per_host: int = 1,
                        bad_lines=0, cores_per_host=cores_per_host, procs_field="requested")
 
 
-def _field(text: str) -> str:
-    """A CSV field as `csv.writer` writes it with ``lineterminator="\\n"``: quoted when it
-    holds a comma, a quote or a newline."""
-    if "," in text or '"' in text or "\n" in text:
-        return '"' + text.replace('"', '""') + '"'
-    return text
-
-
 def _batsim_text(outcomes: Iterable[JobOutcome], workload: str) -> str:
     """The rows of ``batsim_jobs.csv`` (without the header) by job id, a column at a time
     (`cosim.output.textrows`)."""
     from cosim.output import textrows
+    from cosim.output.runfiles import csv_field as field  # (quoted as CSV wants)
     from cosim.output.runfiles import host_ranges  # Batsim's interval sets: "0-3 7"
 
     # a rejected or dropped job never ran: its times are -1, it holds no resource
@@ -190,8 +183,8 @@ def _batsim_text(outcomes: Iterable[JobOutcome], workload: str) -> str:
     turn = [None if e is None else e - j.submit for e, j in zip(end, jobs, strict=True)]
     n = len(ran)
     columns = [
-        textrows.ints(j.id for j in jobs), [_field(workload)] * n,
-        [_field(j.category or j.app) for j in jobs], textrows.ticks(j.submit for j in jobs),
+        textrows.ints(j.id for j in jobs), [field(workload)] * n,
+        [field(j.category or j.app) for j in jobs], textrows.ticks(j.submit for j in jobs),
         textrows.ints(j.hosts for j in jobs), textrows.ticks(j.walltime for j in jobs),
         ["1" if d and o.status == "completed" else "0" for o, d in zip(ran, done, strict=True)],
         [_FINAL.get(o.status, "COMPLETED_FAILED") if d else _FINAL["rejected"]

@@ -578,10 +578,12 @@ def _bulk_rows(reader: SwfReader
     first job line, exponents, signs other than ``-1``, a bad or duplicate line, a read
     error — which `SwfReader` then reads line by line, with its messages. A line this
     accepts is one `SwfReader` accepts, with the same values."""
+    if not os.path.isfile(reader.path):  # (a FIFO could be read once only)
+        return None
     try:
         with _open_text(reader.path) as fh:
             text = fh.read()
-    except (InputError, OSError, EOFError, zlib.error, gzip.BadGzipFile):
+    except (InputError, OSError, EOFError, zlib.error, gzip.BadGzipFile, MemoryError):
         return None
     lines = text.split("\n")  # as iterating the file does, newlines already translated
     body = len(lines)
@@ -596,7 +598,7 @@ def _bulk_rows(reader: SwfReader
     integers = "." not in rest
     try:  # (integers parse ~6x faster than floats)
         a = np.loadtxt(io.StringIO(rest), dtype=np.int64 if integers else np.float64, ndmin=2)
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError, MemoryError):
         return None
     rows = [i for i, line in enumerate(lines[body:]) if line.strip(" \t")]
     if a.shape != (len(rows), N_FIELDS):
