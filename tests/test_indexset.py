@@ -137,3 +137,17 @@ def test_fragmented_sets_of_long_runs_take_the_run_path_with_the_same_results(a,
     assert all(c >= 1 for _, c in x.union(y).runs)  # maximal runs: none touches the next
     u = x.union(y).runs
     assert all(f1 + c1 < f2 for (f1, c1), (f2, _) in zip(u, u[1:]))
+
+
+@given(st.sets(st.integers(0, 60), max_size=30))
+def test_the_interval_text_names_every_member_once_by_runs(values):
+    """``"0-2 5 7-8"``: a run of one is its number, a longer one first-last, in order."""
+    s = IndexSet.of(sorted(values))
+    text = s.interval_text()
+    members = []
+    for item in text.split():
+        first, _, last = item.partition("-")
+        members.extend(range(int(first), int(last or first) + 1))
+        assert not last or int(last) > int(first)
+    assert members == sorted(values) and s.interval_text() is text  # made once
+    assert len(text.split()) == s.n_runs

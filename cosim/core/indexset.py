@@ -33,7 +33,7 @@ class IndexSet(Sequence[int]):
     form made only when asked for: numpy work on such a set never goes through Python ints.
     """
 
-    __slots__ = ("_f", "_c", "_fa", "_ca", "_n", "_len", "_cum", "_runs", "_arr")
+    __slots__ = ("_f", "_c", "_fa", "_ca", "_n", "_len", "_cum", "_runs", "_arr", "_text")
 
     def __init__(self, first: tuple[int, ...] = (), count: tuple[int, ...] = ()) -> None:
         # trusted: maximal runs, ascending, counts >= 1 (use the class methods to build one)
@@ -46,6 +46,7 @@ class IndexSet(Sequence[int]):
         self._cum: tuple[int, ...] | None = None
         self._runs: tuple[tuple[int, int], ...] | None = None
         self._arr: np.ndarray | None = None
+        self._text: str | None = None
 
     @classmethod
     def _of_arrays(cls, first: np.ndarray, count: np.ndarray) -> IndexSet:
@@ -55,7 +56,7 @@ class IndexSet(Sequence[int]):
         out._fa, out._ca = first, count
         out._n = len(first)
         out._len = int(count.sum())
-        out._cum = out._runs = out._arr = None
+        out._cum = out._runs = out._arr = out._text = None
         return out
 
     # -- the two forms --------------------------------------------------------------------
@@ -170,6 +171,18 @@ class IndexSet(Sequence[int]):
         if self._runs is None:
             self._runs = tuple(zip(self._first, self._count))
         return self._runs
+
+    def interval_text(self) -> str:
+        """The runs as an interval set, ``"0-7 16 18-23"`` (Batsim's notation, the host lists
+        of the run files), made once."""
+        if self._text is None:
+            runs = self.runs
+            if len(runs) == 1:  # (most sets)
+                f, n = runs[0]
+                self._text = str(f) if n == 1 else f"{f}-{f + n - 1}"
+            else:
+                self._text = " ".join(str(f) if n == 1 else f"{f}-{f + n - 1}" for f, n in runs)
+        return self._text
 
     @property
     def n_runs(self) -> int:

@@ -49,12 +49,8 @@ def atomic_write(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
 
 
 def host_ranges(hosts: Sequence[int]) -> str:
-    """``(0, 1, 2, 5)`` -> ``"0-2 5"`` (hosts ascending); an `IndexSet` from its runs."""
-    runs = IndexSet.of(hosts).runs
-    if len(runs) == 1:  # (most jobs)
-        f, n = runs[0]
-        return str(f) if n == 1 else f"{f}-{f + n - 1}"
-    return " ".join(str(f) if n == 1 else f"{f}-{f + n - 1}" for f, n in runs)
+    """``(0, 1, 2, 5)`` -> ``"0-2 5"`` (hosts ascending): `IndexSet.interval_text`."""
+    return IndexSet.of(hosts).interval_text()
 
 
 def _at(pairs: Sequence[tuple[int, int]], ticks: bool) -> str:

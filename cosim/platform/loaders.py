@@ -15,7 +15,6 @@ from pathlib import Path
 from cosim.errors import InputError
 from cosim.paths import PLATFORMS_DIR
 from cosim.platform.model import Platform
-from cosim.platform.simgrid import load_simgrid_xml
 from cosim.platform.toml_format import load_toml
 
 __all__ = ["load_platform", "available_platforms", "platforms_dir"]
@@ -56,6 +55,8 @@ def load_platform(spec: str | os.PathLike[str]) -> Platform:
     if suffix == ".toml":
         return load_toml(Path(text), source=text)
     if suffix == ".xml":
+        from cosim.platform.simgrid import load_simgrid_xml  # (XML: loaded when asked for)
+
         return load_simgrid_xml(Path(text), source=text)
     if isinstance(spec, os.PathLike) or os.sep in text or "/" in text or suffix:
         raise InputError("unknown platform file type (expected .toml or .xml)", file=text)
