@@ -282,24 +282,3 @@ def test_the_smallest_waiting_job_is_the_brute_force_one(jobs, ticks):
                                       strict=True) if s <= t < b), default=none)
             for t in at.tolist()]
     assert _smallest_waiting(submit, start, hosts, at).tolist() == want
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.integers(1, 8), st.lists(st.tuples(st.integers(0, 30), st.integers(0, 12),
-                                             st.integers(1, 8)), max_size=40))
-def test_the_fair_starts_by_the_compiled_replay_are_the_python_ones(n_hosts, jobs):
-    """Sabin's fair starts (strict FCFS on the jobs' real run times and hosts) by the compiled
-    trace replay equal the Python schedule, ties and zero run times included."""
-    from cosim.bls.replay import _kernel, fcfs_starts
-    from cosim.output.metrics import _fcfs_starts
-
-    if _kernel is None:
-        pytest.skip("the compiled replay was not built here; fair_starts runs in Python")
-    jobs = sorted(jobs)  # by submission
-    submit = [s for s, _, _ in jobs]
-    took = [d for _, d, _ in jobs]
-    hosts = [min(h, n_hosts) for _, _, h in jobs]
-    compiled = fcfs_starts(submit, took, hosts, n_hosts)
-    assert compiled == (_fcfs_starts(submit, took, hosts, n_hosts) if jobs else None)
-    if jobs:
-        assert fcfs_starts(submit, took, [n_hosts + 1] * len(jobs), n_hosts) is None

@@ -100,6 +100,18 @@ typedef struct {
     const i64 *submit, *run, *wall, *hosts, *rank, *id, *pes;
 } Jobs;
 
+/* the first place in the queue `q` (qn jobs by rank) not below rank `r` */
+static Py_ssize_t queue_find(const i64 *q, Py_ssize_t qn, const i64 *rank, i64 r)
+{
+    Py_ssize_t lo = 0, hi = qn;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (rank[q[mid]] < r) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 typedef struct { i64 e, id, job; } Running; /* PassView.running, sorted by (e, id) */
 
 static Py_ssize_t running_find(const Running *r, Py_ssize_t n, i64 e, i64 id)
@@ -257,6 +269,7 @@ static PyObject *replay(PyObject *self, PyObject *args)
     }
     i64 n_free = n_hosts, rounds = 0, passes = 0, facts = 0, kills = 0, rejected = 0, last = 0;
     Py_ssize_t qn = 0, hn = 0, rn = 0, n_out = 0, i = 0;
+    i64 *q = queue; /* the queue is q[0..qn), inside queue[0..n) */
 
     for (;;) {
         int have = 0;
@@ -283,8 +296,11 @@ static PyObject *replay(PyObject *self, PyObject *args)
                     if (start[j] + J.run[j] <= t) now = start[j] + J.run[j];
                     else { now = t; st = 1; kills++; }
                 }
-                Py_ssize_t at = running_find(running, rn, start[j] + J.wall[j], J.id[j]);
-                memmove(&running[at], &running[at + 1], (size_t)(rn - at - 1) * sizeof(Running));
+                if (easy) { /* (only EASY reads the running jobs; FCFS keeps their count) */
+                    Py_ssize_t at = running_find(running, rn, start[j] + J.wall[j], J.id[j]);
+                    memmove(&running[at], &running[at + 1],
+                            (size_t)(rn - at - 1) * sizeof(Running));
+                }
                 rn--;
                 /* its allocation log rows (when it held its hosts for some time): the
                  * spread rule of cosim.platform.allocation.spread_runs, run by run */
@@ -313,14 +329,14 @@ static PyObject *replay(PyObject *self, PyObject *args)
                     order[n_out++] = j;
                     continue;
                 }
-                Py_ssize_t lo = 0, hi = qn; /* bisect by rank (ranks are unique) */
-                while (lo < hi) {
-                    Py_ssize_t mid = (lo + hi) / 2;
-                    if (J.rank[queue[mid]] < J.rank[j]) lo = mid + 1;
-                    else hi = mid;
+                Py_ssize_t lo = queue_find(q, qn, J.rank, J.rank[j]);
+                if (q > queue && lo < qn - lo) { /* the shorter side moves */
+                    memmove(q - 1, q, (size_t)lo * sizeof(i64));
+                    q--;
+                } else {
+                    memmove(q + lo + 1, q + lo, (size_t)(qn - lo) * sizeof(i64));
                 }
-                memmove(&queue[lo + 1], &queue[lo], (size_t)(qn - lo) * sizeof(i64));
-                queue[lo] = j;
+                q[lo] = j;
                 qn++;
                 dirty = 1;
             }
@@ -330,19 +346,19 @@ static PyObject *replay(PyObject *self, PyObject *args)
             /* the plan: starts[0..ns), and the head's reservation */
             Py_ssize_t ns = 0, k = 0;
             i64 free = n_free, head = -1, when = 0, extra = 0;
-            while (k < qn && J.hosts[queue[k]] <= free) {
-                starts[ns++] = queue[k];
-                free -= J.hosts[queue[k]];
+            while (k < qn && J.hosts[q[k]] <= free) {
+                starts[ns++] = q[k];
+                free -= J.hosts[q[k]];
                 k++;
             }
             if (easy && k < qn) {
-                head = queue[k];
+                head = q[k];
                 if (shadow(&J, running, rn, starts, ns, fresh, t, free, J.hosts[head], &when,
                            &extra) < 0)
                     goto out;
                 if (free > 0) {
                     for (Py_ssize_t m = k + 1; m < qn; m++) {
-                        i64 j = queue[m], h = J.hosts[j];
+                        i64 j = q[m], h = J.hosts[j];
                         if (h > free) continue;
                         if (t + J.wall[j] <= when) {
                         } else if (h <= extra) {
@@ -362,14 +378,14 @@ static PyObject *replay(PyObject *self, PyObject *args)
             }
             for (Py_ssize_t s = 0; s < ns; s++) { /* start them, in the plan's order */
                 i64 j = starts[s], need = J.hosts[j], at = 0;
-                Py_ssize_t lo = 0, hi = qn;
-                while (lo < hi) {
-                    Py_ssize_t mid = (lo + hi) / 2;
-                    if (J.rank[queue[mid]] < J.rank[j]) lo = mid + 1;
-                    else hi = mid;
+                Py_ssize_t lo = queue_find(q, qn, J.rank, J.rank[j]);
+                if (lo < qn - 1 - lo) { /* the shorter side moves: a head start is O(1) */
+                    memmove(q + 1, q, (size_t)lo * sizeof(i64));
+                    q++;
+                } else {
+                    memmove(q + lo, q + lo + 1, (size_t)(qn - lo - 1) * sizeof(i64));
                 }
-                memmove(&queue[lo], &queue[lo + 1], (size_t)(qn - lo - 1) * sizeof(i64));
-                qn--;
+                if (!--qn) q = queue;
                 run_at[j] = rf.n;
                 while (need) { /* first fit, run by run */
                     const unsigned char *a = memchr(free_h + at, 1, (size_t)(n_hosts - at));
@@ -389,11 +405,13 @@ static PyObject *replay(PyObject *self, PyObject *args)
                 n_free -= J.hosts[j];
                 start[j] = t;
                 i64 e = t + J.wall[j];
-                Py_ssize_t r = running_find(running, rn, e, J.id[j]);
-                memmove(&running[r + 1], &running[r], (size_t)(rn - r) * sizeof(Running));
-                running[r].e = e;
-                running[r].id = J.id[j];
-                running[r].job = j;
+                if (easy) {
+                    Py_ssize_t r = running_find(running, rn, e, J.id[j]);
+                    memmove(&running[r + 1], &running[r], (size_t)(rn - r) * sizeof(Running));
+                    running[r].e = e;
+                    running[r].id = J.id[j];
+                    running[r].job = j;
+                }
                 rn++;
                 End x = {0, 0, J.id[j], j};
                 if (kill && J.run[j] > J.wall[j]) { x.when = e; x.killed = 1; }

@@ -357,26 +357,6 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
                     submissions=n, kills=kills, rejected=rejected, scattered_starts=0)
 
 
-def fcfs_starts(submit: Sequence[int], duration: Sequence[int], hosts: Sequence[int],
-                n_hosts: int) -> list[int] | None:
-    """The starts of jobs run in the given order under strict FCFS, without backfilling, on
-    `n_hosts` hosts, each for its `duration` on its `hosts` (`submit` ascending; ties in
-    the given order), by the compiled kernel: the fair start times of
-    `cosim.output.metrics.fair_starts`. None where the kernel was not built, a job needs no
-    host or more than the machine, or a tick could leave int64: the caller computes them."""
-    n = len(submit)
-    if _kernel is None or not n or min(hosts) < 1 or max(hosts) > n_hosts:
-        return None
-    if max(submit) + sum(duration) + max(duration) + 1 >= 2**63:
-        return None
-    d = np.asarray(duration, dtype=np.int64)
-    h = np.asarray(hosts, dtype=np.int64)
-    order = np.arange(n, dtype=np.int64)  # the rank, and an id, of each job
-    start = _kernel.replay(n, np.asarray(submit, dtype=np.int64), d, d, h, order, order, h,
-                           n_hosts, False, False, None)[0]
-    return np.frombuffer(start, dtype=np.int64).tolist()
-
-
 def _first_fit(free: bytearray, count: int) -> tuple[IndexSet, list[tuple[int, int]]]:
     """`cosim.bls.policies.first_fit.select` on the free-host bytes: the `count` free hosts
     with the lowest indices, found run by run (the runs taken are maximal: hosts between

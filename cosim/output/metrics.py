@@ -30,7 +30,6 @@ import numpy as np
 
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.bls.alloclog import YIELDED
-from cosim.bls.replay import fcfs_starts
 from cosim.output.tables import busy_host_series, busy_rows
 from cosim.workload.jobs import JobOutcome
 from cosim.workload.value import productivity
@@ -461,26 +460,13 @@ def fair_starts(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[int, int]:
     the scheduler under study, we with this fixed reference, which needs only the outcomes.
     """
     ran = sorted(_ran(outcomes), key=lambda o: (o.job.submit, o.job.id))
-    submit = [o.job.submit for o in ran]
-    took = [o.end - o.start for o in ran]  # type: ignore[operator]
-    hosts = [len(o.hosts) for o in ran]
-    # the same schedule by the compiled trace replay where it applies, else in Python
-    starts = fcfs_starts(submit, took, hosts, n_hosts) or _fcfs_starts(submit, took, hosts,
-                                                                        n_hosts)
-    return {o.job.id: t for o, t in zip(ran, starts, strict=True)}
-
-
-def _fcfs_starts(submit: Sequence[int], took: Sequence[int], hosts: Sequence[int],
-                 n_hosts: int) -> list[int]:
-    """`fair_starts`' schedule in Python (the reference of `fcfs_starts`): each job, in the
-    given order, at the first instant >= its submission and the previous start at which its
-    hosts are free."""
     free = n_hosts
     running: list[tuple[int, int]] = []  # (end, hosts) heap
     last = 0
-    out: list[int] = []
-    for s, d, h in zip(submit, took, hosts, strict=True):
-        t = max(s, last)
+    out: dict[int, int] = {}
+    for o in ran:
+        h = len(o.hosts)
+        t = max(o.job.submit, last)
         while running and running[0][0] <= t:
             free += heapq.heappop(running)[1]
         while free < h:
@@ -489,9 +475,9 @@ def _fcfs_starts(submit: Sequence[int], took: Sequence[int], hosts: Sequence[int
             free += hh
             while running and running[0][0] <= t:
                 free += heapq.heappop(running)[1]
-        out.append(t)
+        out[o.job.id] = t
         free -= h
-        heapq.heappush(running, (t + d, h))
+        heapq.heappush(running, (t + (o.end - o.start), h))  # type: ignore[operator]
         last = t
     return out
 
