@@ -269,7 +269,10 @@ static PyObject *replay(PyObject *self, PyObject *args)
     }
     i64 n_free = n_hosts, rounds = 0, passes = 0, facts = 0, kills = 0, rejected = 0, last = 0;
     Py_ssize_t qn = 0, hn = 0, rn = 0, n_out = 0, i = 0;
-    i64 *q = queue; /* the queue is q[0..qn), inside queue[0..n) */
+    /* the queue is q[0..qn), inside queue[0..n): an insert raises (q - queue) + qn by one at
+     * most (none when it shifts the front), a removal never raises it, so it stays at most
+     * the number of inserts, at most n: a shift of the tail never writes past queue[n - 1] */
+    i64 *q = queue;
 
     for (;;) {
         int have = 0;
