@@ -177,3 +177,24 @@ def test_the_kernel_checks_what_it_is_given():
         kernel.replay(2**61, one, one, one, one, one, one, one, 2, True, True, None)
     with pytest.raises(ValueError, match="n must be"):
         kernel.replay(-1, one, one, one, one, one, one, one, 2, True, True, None)
+
+
+def test_building_the_outcomes_leaves_the_collector_as_it_was(monkeypatch):
+    """The outcomes are built without cyclic collection (they hold no cycles); the
+    collector is on again after, or still off if the caller had turned it off."""
+    import gc
+
+    jobs = [Job(id=1, submit=0, hosts=1, pes=1, runtime=S, walltime=2 * S)]
+    seen = []
+    real = replay_module._fill
+    monkeypatch.setattr(replay_module, "_fill",
+                        lambda *args: (seen.append(gc.isenabled()), real(*args)))
+    assert gc.isenabled()
+    replay(jobs, config=BatchConfig(), cores=[1], compiled=True)
+    assert gc.isenabled() and seen == [False]
+    gc.disable()
+    try:
+        replay(jobs, config=BatchConfig(), cores=[1], compiled=True)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

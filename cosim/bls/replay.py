@@ -30,9 +30,11 @@ and selection, on random workloads and on whole traces.
 
 from __future__ import annotations
 
+import gc
 import heapq
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -332,6 +334,25 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
         np.frombuffer(a, dtype=np.int64).tolist() for a in arrays[:10])
     rounds, passes, facts, kills, rejected = counters
     outcomes: dict[int, JobOutcome] = {}
+    with _no_collection():  # acyclic objects only: a collection here would find nothing
+        _fill(outcomes, order, done, start, end, status, run_at, run_n, run_first, run_count)
+    # the allocation log: the kernel's rows (job, first host, hosts, PEs on each) in order
+    job, first_host, hosts, pes = (np.frombuffer(a, dtype=np.int64) for a in arrays[10:])
+    ids, starts, ends = columns[4][job], np.asarray(start)[job], np.asarray(end)[job]
+    log = AllocLog()
+    log.extend(job=ids, host=first_host, hosts=hosts, core=0, pes=pes, start=starts,
+               end=ends, role=OWN, owner=ids)
+    return Replayed(outcomes=outcomes,
+                    first_reservation={order[k].id: r for k, r in zip(res_job, res_tick,
+                                                                      strict=True)},
+                    allocations=log.table(), rounds=rounds, passes=passes, facts=facts,
+                    submissions=n, kills=kills, rejected=rejected, scattered_starts=0)
+
+
+def _fill(outcomes: dict[int, JobOutcome], order: Sequence[Job], done: list[int],
+          start: list[int], end: list[int], status: list[int], run_at: list[int],
+          run_n: list[int], run_first: list[int], run_count: list[int]) -> None:
+    """The outcomes of the compiled replay, in the order it made them (`done`)."""
     for k in done:
         job = order[k]
         if status[k] == 2:
@@ -344,17 +365,19 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
                                                      tuple(run_count[a:a + m])),
             status="killed" if status[k] else "completed", pe_ticks=job.pes * (e - s),
             pes_start=job.pes)
-    # the allocation log: the kernel's rows (job, first host, hosts, PEs on each) in order
-    job, first_host, hosts, pes = (np.frombuffer(a, dtype=np.int64) for a in arrays[10:])
-    ids, starts, ends = columns[4][job], np.asarray(start)[job], np.asarray(end)[job]
-    log = AllocLog()
-    log.extend(job=ids, host=first_host, hosts=hosts, core=0, pes=pes, start=starts,
-               end=ends, role=OWN, owner=ids)
-    return Replayed(outcomes=outcomes,
-                    first_reservation={order[k].id: r for k, r in zip(res_job, res_tick,
-                                                                      strict=True)},
-                    allocations=log.table(), rounds=rounds, passes=passes, facts=facts,
-                    submissions=n, kills=kills, rejected=rejected, scattered_starts=0)
+
+
+@contextmanager
+def _no_collection() -> Iterator[None]:
+    """No cyclic garbage collection in the block (as it was after it): for loops that make
+    many objects and no cycles, where every collection would walk the heap for nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _first_fit(free: bytearray, count: int) -> tuple[IndexSet, list[tuple[int, int]]]:
