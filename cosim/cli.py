@@ -13,7 +13,6 @@ import cosim.single_thread  # noqa: F401 - first: numpy must not start a thread 
 import argparse
 import contextlib
 import functools
-import gc
 import json
 import math
 import os
@@ -31,10 +30,8 @@ from cosim.bls.tuning import ADAPTIVE_MODES
 from cosim.bls.power import STRATEGIES
 from cosim.core.files import hold_dir
 from cosim.errors import EXIT_INPUT, EXIT_OUTPUT, CosimError, InputError, OutputError
+from cosim.core.collect import rare_collection
 from cosim.plugins import Choices
-
-#: The cyclic garbage collector's thresholds while the CLI runs (`gc.set_threshold`)
-GC_THRESHOLD = (100_000, 20, 100)
 
 __all__ = ["main", "build_parser"]
 
@@ -1031,14 +1028,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     previous = _on_termination(_Terminated.raise_for)
     hook, sys.unraisablehook = sys.unraisablehook, _unraisable
-    collect = gc.get_threshold()
-    # A run makes millions of acyclic objects (jobs, outcomes, events): with the default
-    # threshold the cyclic collector walks the growing heap over and over (a tenth of a
-    # 200,000-job run). Collections stay, a hundred times rarer; results cannot change.
-    gc.set_threshold(*GC_THRESHOLD)
     try:
         _check_numbers(args)
-        return args.handler(args)
+        with rare_collection():  # (cosim.core.collect)
+            return args.handler(args)
     except InputError as exc:
         if _rank() == 0:  # every rank validates the same inputs; one prints
             print(f"cosim: error: {exc}", file=sys.stderr)
@@ -1060,6 +1053,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("cosim: interrupted", file=sys.stderr)
         return code
     finally:
-        gc.set_threshold(*collect)
         _on_termination(previous)
         sys.unraisablehook = hook

@@ -178,10 +178,10 @@ def _kth(repeat):
         rows.append((f"{backfill} per job (trace replay, {replay_module.REPLAY_KERNEL} where "
                      "it applies)", wall / len(w.jobs) * 1e6, "us/job",
                      AtMost(8.0) if backfill == "easy" else None))
-        if backfill == "easy":  # the CLI's collector thresholds (cosim.cli.GC_THRESHOLD)
+        if backfill == "easy":  # the CLI's collector thresholds (cosim.core.collect)
             import gc
 
-            from cosim.cli import GC_THRESHOLD
+            from cosim.core.collect import GC_THRESHOLD
 
             before = gc.get_threshold()
             gc.set_threshold(*GC_THRESHOLD)

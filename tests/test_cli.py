@@ -181,6 +181,7 @@ def test_the_cli_collects_garbage_rarely_while_it_runs_and_restores_the_threshol
     import gc
 
     import cosim.cli as cli
+    from cosim.core.collect import GC_THRESHOLD
 
     seen = []
 
@@ -195,4 +196,4 @@ def test_the_cli_collects_garbage_rarely_while_it_runs_and_restores_the_threshol
     sub = parser._subparsers._group_actions[0].choices["app"]
     sub.set_defaults(handler=handler)
     assert main(["app", "--app", "mandelbrot", "--hosts", "2", "--technique", "SS"]) == 0
-    assert seen == [cli.GC_THRESHOLD] and gc.get_threshold() == before
+    assert seen == [GC_THRESHOLD] and gc.get_threshold() == before

@@ -202,7 +202,7 @@ def _threshold(_: int) -> tuple[int, ...]:
 @pytest.mark.parametrize("context", ["spawn", "forkserver"])
 def test_workers_collect_garbage_as_their_parent_does(context):
     """A fresh interpreter would start at CPython's thresholds: the pool passes its maker's
-    (the CLI's `GC_THRESHOLD` in a sweep)."""
+    (`cosim.core.collect.GC_THRESHOLD` in a sweep or a study)."""
     import gc
 
     from cosim.core.workers import worker_pool
@@ -214,3 +214,16 @@ def test_workers_collect_garbage_as_their_parent_does(context):
             assert pool.submit(_threshold, 0).result() == (12_345, 7, 9)
     finally:
         gc.set_threshold(*before)
+
+
+def test_a_study_collects_garbage_rarely_in_its_workers_and_restores_the_thresholds():
+    import gc
+
+    from cosim.core.collect import GC_THRESHOLD
+    from cosim.testing.study import run_all
+
+    before = gc.get_threshold()
+    for workers in (1, 2):
+        got, _ = run_all(_threshold, [0, 1], [0, 1], workers)
+        assert got == {0: GC_THRESHOLD, 1: GC_THRESHOLD}
+        assert gc.get_threshold() == before

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cosim.core.collect import rare_collection
 from cosim.core.workers import worker_pool
 
 __all__ = ["workers_and_out", "run_all", "load_script", "sigterm_as_interrupt"]
@@ -50,14 +51,15 @@ def run_all(run: Callable[[Any], Any], tasks: Sequence[Any], order: Sequence[int
     """``({task index: run(task)}, wall seconds)``, the tasks started in `order`."""
     wall0 = time.perf_counter()
     results: dict[int, Any] = {}
-    if workers == 1:
-        for i in order:
-            results[i] = run(tasks[i])
-    else:
-        n = min(workers, len(tasks))
-        with sigterm_as_interrupt(), worker_pool(n, context=None) as pool:
-            for i, r in zip(order, pool.map(run, [tasks[i] for i in order])):
-                results[i] = r
+    with rare_collection():  # as `cosim` runs (its workers take the thresholds too)
+        if workers == 1:
+            for i in order:
+                results[i] = run(tasks[i])
+        else:
+            n = min(workers, len(tasks))
+            with sigterm_as_interrupt(), worker_pool(n, context=None) as pool:
+                for i, r in zip(order, pool.map(run, [tasks[i] for i in order])):
+                    results[i] = r
     return results, time.perf_counter() - wall0
 
 

@@ -1,0 +1,31 @@
+"""The cyclic garbage collector while cosim runs: `rare_collection`.
+
+A run makes millions of acyclic objects (jobs, outcomes, events, rows). Under CPython's
+default thresholds the cyclic collector walks the growing heap again and again: a tenth of a
+200,000-job run. `rare_collection` raises the thresholds to `GC_THRESHOLD` for a block (the
+CLI's commands, the study scripts' runs) and restores them after, however the block ends.
+Collections still happen, a hundred times more rarely; no result depends on them. Worker
+pools (`cosim.core.workers`) pass their maker's thresholds on to their workers.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["GC_THRESHOLD", "rare_collection"]
+
+#: The collector's thresholds in a `rare_collection` block (`gc.set_threshold`)
+GC_THRESHOLD = (100_000, 20, 100)
+
+
+@contextmanager
+def rare_collection() -> Iterator[None]:
+    """The block collects cyclic garbage at `GC_THRESHOLD`; the thresholds before it after."""
+    before = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
