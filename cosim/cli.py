@@ -28,9 +28,9 @@ from typing import Any
 from cosim.bls import policies
 from cosim.bls.tuning import ADAPTIVE_MODES
 from cosim.bls.power import STRATEGIES
+from cosim.core.collect import rare_collection
 from cosim.core.files import hold_dir
 from cosim.errors import EXIT_INPUT, EXIT_OUTPUT, CosimError, InputError, OutputError
-from cosim.core.collect import rare_collection
 from cosim.plugins import Choices
 
 __all__ = ["main", "build_parser"]

@@ -30,11 +30,9 @@ and selection, on random workloads and on whole traces.
 
 from __future__ import annotations
 
-import gc
 import heapq
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -46,6 +44,7 @@ from cosim.bls.alloclog import ALLOC_DTYPE, OWN, AllocLog
 from cosim.bls.policies.base import PassView, QueueView
 from cosim.bls.policies.window import plan as window_plan
 from cosim.bls.scheduler import drops_hopeless, initial_tunables
+from cosim.core.collect import no_collection
 from cosim.core.indexset import IndexSet
 from cosim.errors import InputError, ProtocolError
 from cosim.platform.allocation import spread_runs
@@ -104,6 +103,12 @@ def replayable(config: Any, cores: Sequence[int], jobs: Sequence[Job]) -> bool:
     return all(j.app == "rigid" and j.kind == "rigid" for j in jobs)
 
 
+def _key_of(config: Any) -> Callable[[Job], tuple[Any, ...]]:
+    """The queue key of `config`: the user's `priority_key`, else its priority policy's."""
+    return (config.priority_key if config.priority_key is not None
+            else policies.priority(config.priority).key)
+
+
 def compiled_replayable(order: Sequence[Job], config: Any, cores: Sequence[int],
                         quantum: int = 0) -> bool:
     """True when the compiled replay takes a run `replay` takes: FCFS or EASY backfilling on
@@ -150,8 +155,7 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: 
     elif compiled:
         raise ValueError("the compiled replay does not take this run (compiled_replayable)")
     n_hosts, max_pes = len(cores), cores[0]  # PEs per host (all equal: `replayable`)
-    user_key = config.priority_key
-    key_of = user_key if user_key is not None else policies.priority(config.priority).key
+    key_of = _key_of(config)
     plan_of = policies.backfill(config.backfill).plan
     fcfs_plan = policies.backfill("none").plan  # the FCFS part between backfill passes
     bf = config.bf_interval
@@ -313,8 +317,7 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
     do not compare): the Python replay then fails where it meets that job, after the same
     progress calls."""
     n_hosts, n = len(cores), len(order)
-    user_key = config.priority_key
-    key_of = user_key if user_key is not None else policies.priority(config.priority).key
+    key_of = _key_of(config)
     # the queue order as a rank per job: its key's place among the keys of the jobs that
     # are queued (a larger job is rejected, unkeyed); equal keys by submission, as bisect_right
     try:
@@ -334,7 +337,7 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
         np.frombuffer(a, dtype=np.int64).tolist() for a in arrays[:10])
     rounds, passes, facts, kills, rejected = counters
     outcomes: dict[int, JobOutcome] = {}
-    with _no_collection():  # acyclic objects only: a collection here would find nothing
+    with no_collection():  # acyclic objects only: a collection here would find nothing
         _fill(outcomes, order, done, start, end, status, run_at, run_n, run_first, run_count)
     # the allocation log: the kernel's rows (job, first host, hosts, PEs on each) in order
     job, first_host, hosts, pes = (np.frombuffer(a, dtype=np.int64) for a in arrays[10:])
@@ -365,19 +368,6 @@ def _fill(outcomes: dict[int, JobOutcome], order: Sequence[Job], done: list[int]
                                                      tuple(run_count[a:a + m])),
             status="killed" if status[k] else "completed", pe_ticks=job.pes * (e - s),
             pes_start=job.pes)
-
-
-@contextmanager
-def _no_collection() -> Iterator[None]:
-    """No cyclic garbage collection in the block (as it was after it): for loops that make
-    many objects and no cycles, where every collection would walk the heap for nothing."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _first_fit(free: bytearray, count: int) -> tuple[IndexSet, list[tuple[int, int]]]:

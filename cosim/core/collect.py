@@ -1,4 +1,4 @@
-"""The cyclic garbage collector while cosim runs: `rare_collection`.
+"""The cyclic garbage collector while cosim runs: `rare_collection`, `no_collection`.
 
 A run makes millions of acyclic objects (jobs, outcomes, events, rows). Under CPython's
 default thresholds the cyclic collector walks the growing heap again and again: a tenth of a
@@ -6,6 +6,7 @@ default thresholds the cyclic collector walks the growing heap again and again: 
 CLI's commands, the study scripts' runs) and restores them after, however the block ends.
 Collections still happen, a hundred times more rarely; no result depends on them. Worker
 pools (`cosim.core.workers`) pass their maker's thresholds on to their workers.
+`no_collection` pauses the collector for a loop that makes many objects and no cycles.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["GC_THRESHOLD", "rare_collection"]
+__all__ = ["GC_THRESHOLD", "rare_collection", "no_collection"]
 
 #: The collector's thresholds in a `rare_collection` block (`gc.set_threshold`)
 GC_THRESHOLD = (100_000, 20, 100)
@@ -29,3 +30,16 @@ def rare_collection() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
+
+
+@contextmanager
+def no_collection() -> Iterator[None]:
+    """No cyclic garbage collection in the block, the collector as it was after it: for loops
+    that make many objects and no cycles, where every collection walks the heap for nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -176,12 +176,8 @@ class IndexSet(Sequence[int]):
         """The runs as an interval set, ``"0-7 16 18-23"`` (Batsim's notation, the host lists
         of the run files), made once."""
         if self._text is None:
-            runs = self.runs
-            if len(runs) == 1:  # (most sets)
-                f, n = runs[0]
-                self._text = str(f) if n == 1 else f"{f}-{f + n - 1}"
-            else:
-                self._text = " ".join(str(f) if n == 1 else f"{f}-{f + n - 1}" for f, n in runs)
+            self._text = " ".join([str(f) if n == 1 else f"{f}-{f + n - 1}"
+                                   for f, n in self.runs])
         return self._text
 
     @property

@@ -3,8 +3,9 @@
 **File.** Plain text or gzip, told apart by the magic bytes ``1f 8b``, never by the suffix;
 decoded as UTF-8 with undecodable bytes replaced (job lines are ASCII anyway). `SwfReader` reads
 lines one by one (a generator; nothing holds the whole file); `read_swf` reads the usual trace
-(comments only above the first job line, job lines of integers) at once, with numpy, and
-any other the same way as `SwfReader`, with the same result. Blank lines are ignored.
+(comments only above the first job line, job lines of plain decimal numbers) at once, with
+numpy, and any other the same way as `SwfReader`, with the same result. Blank lines are
+ignored.
 **Header.** Every comment line (``;``, usually at the top) is kept, in file order, as a
 ``(key, value)`` pair: ``; Key: value`` starts an entry (a key is one word at most two spaces
 after the ``;``, followed by ``:`` but not ``://``); a following comment line that is not a key
