@@ -852,6 +852,44 @@ def _plots_long(repeat):
              None)]
 
 
+@bench("output: the run files and summary metrics of KTH-SP2 under EASY (28,475 jobs): "
+       "jobs.csv, batsim_jobs.csv, schedule.swf (compiled row formatter, and the Python rows), "
+       "the metrics of summary.json")
+def _run_files(repeat):
+    from cosim.bls import BatchConfig
+    from cosim.output import metrics, textrows
+    from cosim.output.runfiles import write_jobs_csv
+    from cosim.runner import simulate
+    from cosim.workload.batsim import write_batsim_jobs
+    from cosim.workload.swf_write import write_swf
+
+    res = simulate(kth().jobs, n_hosts=100, batch=BatchConfig())
+    outs = res.outcomes
+    n = len(outs)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        files = (("jobs.csv", lambda: write_jobs_csv(Path(tmp) / "jobs.csv", outs)),
+                 ("batsim_jobs.csv", lambda: write_batsim_jobs(Path(tmp) / "b.csv", outs,
+                                                               workload="kth")),
+                 ("schedule.swf", lambda: write_swf(Path(tmp) / "s.swf", outs)))
+        for name, write in files:
+            wall, _ = best(repeat, write)
+            rows.append((f"{name} ({textrows.TEXT_KERNEL} rows)", n / wall, "jobs/s", None))
+            if textrows._text is not None:
+                kernel, textrows._text = textrows._text, None
+                try:
+                    python, _ = best(repeat, write)
+                finally:
+                    textrows._text = kernel
+                rows.append((f"{name}: the Python rows / the compiled ones", python / wall,
+                             "x", None))
+    wall, _ = best(repeat, lambda: metrics.summary(outs, 100, cores_per_host=1,
+                                                   allocations=res.allocations))
+    rows.append(("summary metrics (loss of capacity, unfair jobs, utilizations, ...)", wall,
+                 "s", None))
+    return rows
+
+
 @bench("workload: Batsim JSON in (KTH-SP2 as delay profiles), batsim_jobs.csv out")
 def _batsim(repeat):
     import json
