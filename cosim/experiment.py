@@ -487,10 +487,11 @@ def serve_als(run: Prepared, comm: Any, abandoned: Callable[[], bool] | None = N
     if not run.coupled:
         return  # a batch-only run happens on rank 0 alone
     from cosim.als.manager import AppSimulator
+    from cosim.runner import upcoming_apps
     from cosim.transport.mpi import serve
 
-    serve(comm, lambda: AppSimulator(platform=run.platform, config=run.als, bounds=True),
-          abandoned)
+    serve(comm, lambda: AppSimulator(platform=run.platform, config=run.als, bounds=True,
+                                     upcoming=upcoming_apps(run.workload.jobs)), abandoned)
 
 
 def plan(opt: RunOptions) -> list[RunOptions]:

@@ -211,7 +211,8 @@ def simulate(
         def apps() -> AppSimulator:
             # lower-bound promises pay where other ranks run apps meanwhile (AppSimulator)
             return AppSimulator(platform=platform, config=als, cache_dir=cache_dir,
-                                bounds=comm is not None and comm.size > 1)
+                                bounds=comm is not None and comm.size > 1,
+                                upcoming=upcoming_apps(order))
 
         if comm is None or comm.size == 1:
             group = LocalAls({TRACE: trace, 0: apps()}, LeastWork([0], platform))
@@ -313,6 +314,13 @@ def cosimulate(jobs: Sequence[Job], *, platform: Any, n_hosts: int, batch: Batch
     """`simulate` on the first `n_hosts` hosts of `platform` with application-level settings."""
     return simulate(jobs, n_hosts=n_hosts, platform=platform, batch=batch, als=als,
                     quantum=quantum, cache_dir=cache_dir, comm=comm, rank0_apps=rank0_apps)
+
+
+def upcoming_apps(jobs: Sequence[Job]) -> list[tuple[str, Any]]:
+    """The ``(app, params)`` of the app jobs of `jobs` in ``(submit, id)`` order, for
+    `AppSimulator`'s `upcoming`."""
+    return [(j.app, j.app_params) for j in sorted(jobs, key=lambda j: (j.submit, j.id))
+            if j.app != "rigid"]
 
 
 def run_rounds(order: Sequence[Job], sched: BatchScheduler, group: AlsGroup,

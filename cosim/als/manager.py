@@ -463,13 +463,21 @@ class AppSimulator:
         Promise lower bounds where the apps' states give them (an ALS rank under MPI: it then
         answers a round at once and runs its apps ahead while rank 0 works); results are the
         same, rounds more.
+    upcoming:
+        The ``(app, params)`` of the workload's app jobs in submission order (a job's
+        `Job.app_params`): when `speculate` has no app to run ahead, it prepares their cost
+        arrays, one a call, so that starting them later costs a lookup (under MPI a rank
+        waits for rank 0 meanwhile). What it cannot prepare (a bad parameter) is left to
+        the start, which reports it.
     """
 
     def __init__(self, *, platform: Platform, config: AlsConfig,
-                 cache_dir: str | None = None, bounds: bool = False) -> None:
+                 cache_dir: str | None = None, bounds: bool = False,
+                 upcoming: Iterable[tuple[str, Mapping[str, str]]] = ()) -> None:
         self.platform = platform
         self.config = config
         self.bounds = bounds
+        self._upcoming = iter(upcoming)
         self._cache_dir = cache_dir
         self._pe_hosts = platform.pe_hosts()
         self._base: dict[tuple[str, tuple[tuple[str, str], ...]], TaskCosts] = {}
@@ -728,17 +736,45 @@ class AppSimulator:
     # -- time -------------------------------------------------------------------------------
 
     def speculate(self, budget: int = 2000) -> bool:
-        """Run one app ahead by at most `budget` chunks (never past its walltime limit);
-        False when no app has anything left to simulate. Facts found stay pending until a
-        grant covers them, so speculation changes when work is done, never a result."""
-        for jid in sorted(self._apps):
-            app = self._apps[jid]
+        """Run one app ahead by at most `budget` chunks (never past its walltime limit): the
+        one furthest behind in simulated time (its next tick; ties to the lower job id), which
+        the next grant would wait for; with none left, prepare the costs of the next app to
+        come (`upcoming`). False when there is nothing left to do. Facts found stay pending
+        until a grant covers them, so speculation changes when work is done, never a
+        result."""
+        behind = None  # (next tick, job id) of the app furthest behind in simulated time
+        for jid, app in self._apps.items():
             nt = app.run.next_tick()
             if app.ended or nt is None or nt >= min(app.kill_at, app.limit):
                 continue
-            app.run.advance(min(app.kill_at, app.limit), budget)
-            app.collect()
-            self._promised.pop(jid, None)  # a lower bound may now be a tighter one
+            if behind is None or (nt, jid) < behind:
+                behind = (nt, jid)
+        if behind is None:
+            return self._prepare_next()
+        jid = behind[1]
+        app = self._apps[jid]
+        app.run.advance(min(app.kill_at, app.limit), budget)
+        app.collect()
+        self._promised.pop(jid, None)  # a lower bound may now be a tighter one
+        return True
+
+    def _prepare_next(self) -> bool:
+        """Prepare the cost arrays of the next upcoming app not yet cached (`upcoming`), if
+        they fit `SCALED_COSTS_BUDGET` beside those cached; False when none is left."""
+        for app, params in self._upcoming:
+            params = {**self.config.app_overrides, **params}
+            key = (app, tuple(sorted((k, v) for k, v in params.items() if k != "total_flop")),
+                   params.get("total_flop"))
+            if key[2] is None and key[:2] in self._base or key in self._scaled:
+                continue
+            base = self._base.get(key[:2])
+            if base is not None and self._scaled_n + base.n > SCALED_COSTS_BUDGET:
+                self._upcoming = iter(())  # the cache is full: starts make their own
+                return False
+            try:
+                self._costs(app, params)
+            except InputError:  # reported by the start of that job, if it comes
+                pass
             return True
         return False
 

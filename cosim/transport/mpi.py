@@ -9,11 +9,14 @@ grant, and keeps its promise. Between rounds an ALS rank does not block:
 it runs its apps ahead (`AppSimulator.speculate`, a bounded number of chunks at a time) and
 checks for rank 0's next message in between, so the ranks simulate their apps in parallel
 while the protocol stays exact (speculation only finds facts earlier; they are reported when a
-grant covers them). Waiting sides poll without spinning a core for long (`Idle`: yields for
-50 ms, then sleeps growing from 50 µs to 0.5 ms), leaving it to ranks that compute. Rank 0 keeps its local endpoints — the trace apps (`TRACE`) and, with ``rank0_apps``,
+grant covers them; with nothing left to run ahead, it prepares the cost arrays of the apps to
+come). Rank 0 keeps its local endpoints — the trace apps (`TRACE`) and, with ``rank0_apps``,
 an app simulator (destination 0) — and does its local work after sending and before
-receiving; an error there is raised only
-after every reply is in, so no message is left unmatched. An ALS rank that fails
+receiving; while it waits for the answers it runs its own apps ahead the same way, a slice
+between two polls. Waiting sides with nothing to run ahead poll without spinning a core for
+long (`Idle`: yields for 50 ms, then sleeps growing from 50 µs to 0.5 ms), leaving it to ranks
+that compute. An error in rank 0's local work is raised only after every reply is in, so no
+message is left unmatched. An ALS rank that fails
 answers every later round with its error until the stop; rank 0 raises it (an `InputError`
 stays an input error: exit status 2), and `close` sends the stop in a `finally`, so the whole
 run ends within a round, never hanging. A handshake checks `PROTOCOL_VERSION` first.
@@ -111,6 +114,7 @@ class MpiAls:
         self._gone: set[int] = set()  # ranks whose last message is in (they were interrupted)
         self._others: int | None = None  # the last round's promise of the non-trace endpoints
         self._promise_of: dict[int, int | None] = {}  # each ALS rank's last promise
+        self._ahead_error: BaseException | None = None  # raised by the round it happened in
         # point to point and polled, not a collective: a Ctrl-C is raised here at once, and a
         # rank interrupted before it answers says so instead of leaving a collective hanging
         for r in range(1, comm.size):
@@ -156,7 +160,9 @@ class MpiAls:
                     promises.append(ep.promise())
         except Exception as exc:  # noqa: BLE001 - re-raised after the gather
             local_error = exc
-        replies = self._receive_all(asked)
+        replies = self._receive_all(asked, None if local_error else self._run_ahead)
+        if local_error is None:
+            local_error = self._ahead_error
         if local_error is not None:
             raise local_error
         self._note_gone(replies)
@@ -197,9 +203,29 @@ class MpiAls:
         self._gone.update(r for r, reply in enumerate(replies) if r and reply is not None
                           and reply.error and reply.error.startswith("KeyboardInterrupt"))
 
-    def _receive_all(self, ranks: Sequence[int] | None = None) -> list:
+    def _run_ahead(self) -> bool:
+        """Run rank 0's own apps ahead by one slice (`AppSimulator.speculate`) while it
+        waits for the ALS ranks; False when they have nothing left to run ahead. An error is
+        kept for the round to raise once every reply is in."""
+        if self._ahead_error is not None:
+            return False
+        for dest, ep in self.local.items():
+            speculate = getattr(ep, "speculate", None)
+            if dest == TRACE or speculate is None:
+                continue
+            try:
+                if speculate():
+                    return True
+            except Exception as exc:  # noqa: BLE001 - re-raised after the gather
+                self._ahead_error = exc
+                return False
+        return False
+
+    def _receive_all(self, ranks: Sequence[int] | None = None,
+                     busy: Callable[[], bool] | None = None) -> list:
         """One message from every ALS rank, or from `ranks` (index = rank; the others and
-        index 0 None)."""
+        index 0 None); between polls `busy` (when given) does a slice of other work, and the
+        wait idles only when it has none."""
         out: list = [None] * self.comm.size
         waiting = list(range(1, self.comm.size) if ranks is None else ranks)
         idle = Idle()
@@ -208,7 +234,7 @@ class MpiAls:
                 if self.comm.Iprobe(source=r, tag=TAG_UP):
                     out[r] = decode(self.comm.recv(source=r, tag=TAG_UP))
                     waiting.remove(r)
-            if waiting:
+            if waiting and (busy is None or not busy()):
                 idle()
         return out
 

@@ -1,0 +1,207 @@
+"""Running apps ahead while a rank waits (`AppSimulator.speculate`, `MpiAls`' waits).
+
+What a rank does between rounds changes when work is done, never a result; these tests pin
+what it does: the app furthest behind in simulated time goes first (a grant must bring every
+app to it, so the laggard is what a round would wait for), then, with nothing left to run
+ahead, the cost arrays of the workload's coming apps are prepared — within the cache's budget,
+leaving a bad parameter to the start that reports it. Rank 0 runs its own apps ahead while it
+waits for the ALS ranks' answers, and an error there is raised only once every answer is in.
+The 1/2/3-rank identity of whole runs is tests/test_mpi.py's.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cosim.als import manager
+from cosim.als.manager import AlsConfig, AppSimulator
+from cosim.als.techniques import get
+from cosim.core.indexset import IndexSet
+from cosim.errors import InputError
+from cosim.platform import load_platform
+from cosim.protocol.messages import StartApp
+
+PLATFORM = load_platform("tiny8x2")  # 8 hosts x 2 cores, 1 GF
+N = 400
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("COSIM_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def uniform(tmp_path_factory):
+    path = tmp_path_factory.mktemp("costs") / "uniform.txt"
+    path.write_text("\n".join(["1e7"] * N) + "\n")
+    return {"file": str(path)}
+
+
+def simulator(upcoming=()):
+    return AppSimulator(platform=PLATFORM, config=AlsConfig(technique=get("SS"), record=True),
+                        bounds=True, upcoming=upcoming)
+
+
+def drain(sim):
+    """Every fact left, advancing from promise (a lower bound here) to promise."""
+    facts = []
+    while (p := sim.promise()) is not None:
+        facts += sim.advance(p)
+    return facts
+
+
+def start(job_id, params, *, time=0, hosts=(0, 1), pes=4):
+    return StartApp(time=time, job_id=job_id, hosts=hosts, pes=pes, app="profile",
+                    params=tuple(sorted(params.items())), pe_set=IndexSet.of(()))
+
+
+def test_the_app_furthest_behind_runs_ahead_first(uniform):
+    sim = simulator()
+    # job 1 on 2 PEs, job 2 on 8: job 2's chunks come faster, so a run-ahead that always
+    # took the lower job id (or the app with most left) would leave one far behind
+    sim.apply([start(1, {**uniform, "total_flop": "4e9"}, pes=2, hosts=(0,)),
+               start(2, {**uniform, "total_flop": "4e9"}, pes=8, hosts=(2, 3, 4, 5))])
+    first = sim.advance(0)
+    apps = sim._apps
+    steps = 0
+    while True:
+        ticks = {jid: a.run.next_tick() for jid, a in apps.items()
+                 if not a.ended and a.run.next_tick() is not None
+                 and a.run.next_tick() < min(a.kill_at, a.limit)}
+        behind = min(ticks, key=lambda j: (ticks[j], j)) if ticks else None
+        before = {jid: a.run._n_chunks for jid, a in apps.items()}
+        if not sim.speculate(5):
+            assert behind is None
+            break
+        moved = [jid for jid, a in apps.items() if a.run._n_chunks != before[jid]]
+        assert moved == [behind], (steps, ticks)
+        steps += 1
+    assert steps > 20
+    # and the run's facts are those of a run that never ran ahead
+    lazy = simulator()
+    lazy.apply([start(1, {**uniform, "total_flop": "4e9"}, pes=2, hosts=(0,)),
+                start(2, {**uniform, "total_flop": "4e9"}, pes=8, hosts=(2, 3, 4, 5))])
+    assert first + drain(sim) == lazy.advance(0) + drain(lazy)
+
+
+def test_with_nothing_to_run_ahead_the_coming_apps_costs_are_prepared(uniform):
+    coming = [("profile", {**uniform, "total_flop": "1e9"}),
+              ("profile", {**uniform, "total_flop": "1e9"}),  # the same: prepared once
+              ("profile", {**uniform, "total_flop": "-3"}),  # bad: left to its start
+              ("profile", {**uniform, "total_flop": "2e9"})]
+    sim = simulator(coming)
+    calls = 0
+    while sim.speculate():
+        calls += 1
+    assert calls == 3  # two sizes prepared, one bad parameter passed over
+    assert sorted(k[-1] for k in sim._scaled) == ["1e9", "2e9"]
+    prepared = dict(sim._scaled)
+    sim.apply([start(7, {**uniform, "total_flop": "2e9"})])
+    assert sim._apps[7].run.costs is prepared[next(k for k in prepared if k[-1] == "2e9")]
+    with pytest.raises(InputError, match="total_flop"):
+        sim.apply([start(8, {**uniform, "total_flop": "-3"})])
+    # and a started app is run ahead before any cost is prepared
+    sim = simulator(coming)
+    sim.apply([start(1, {**uniform, "total_flop": "1e9"})])
+    sim.advance(0)
+    assert sim.speculate() and len(sim._scaled) == 1
+
+
+def test_preparing_stops_at_the_cache_budget(uniform, monkeypatch):
+    monkeypatch.setattr(manager, "SCALED_COSTS_BUDGET", 2 * N)
+    coming = [("profile", {**uniform, "total_flop": f"{k}e9"}) for k in range(1, 6)]
+    sim = simulator(coming)
+    calls = 0
+    while sim.speculate():
+        calls += 1
+    # the first loads the base and scales; the second fits; a third would pass the budget
+    assert calls == 2 and len(sim._scaled) == 2 and sim._scaled_n == 2 * N
+    assert not sim.speculate()  # and it does not try again
+
+
+# -- rank 0 runs its own apps ahead while it waits ---------------------------------------------
+
+class _Comm:
+    """Rank 0's side of a 2-rank world: rank 1 answers each message after `delay` polls."""
+
+    size, rank = 2, 0
+
+    def __init__(self, log, delay):
+        from cosim.transport.base import PROTOCOL_VERSION, Kind, Reply
+        from cosim.transport.wire import decode, encode
+
+        self._answer = lambda kind: encode(Reply(version=PROTOCOL_VERSION) if kind == Kind.HELLO
+                                           else Reply(promise=None))
+        self._decode = decode
+        self.log, self.delay, self.inbox, self.polls = log, delay, [], 0
+
+    def send(self, obj, dest, tag):
+        self.inbox.append(self._answer(self._decode(obj).kind))
+        self.polls = 0
+
+    def Iprobe(self, source, tag):  # noqa: N802 - mpi4py's name
+        self.polls += 1
+        return bool(self.inbox) and self.polls > self.delay
+
+    def recv(self, source, tag):
+        self.log.append("answer")
+        return self.inbox.pop(0)
+
+
+class _Local:
+    """A local endpoint that records its run-ahead slices (failing at slice `fail_at`)."""
+
+    def __init__(self, log, name, fail_at=None):
+        self.log, self.name, self.fail_at, self.slices = log, name, fail_at, 0
+
+    def apply(self, commands):
+        pass
+
+    def advance(self, grant):
+        return []
+
+    def promise(self):
+        return None
+
+    def speculate(self):
+        self.slices += 1
+        self.log.append(self.name)
+        if self.slices == self.fail_at:
+            raise ValueError("boom")
+        return True
+
+
+@pytest.fixture
+def mpi_als(monkeypatch):
+    mpi4py = pytest.importorskip("mpi4py", reason="mpi4py is a core dependency; not installed")
+    if "mpi4py.MPI" not in __import__("sys").modules:  # no MPI runtime needed: a fake comm
+        monkeypatch.setattr(mpi4py.rc, "initialize", False)
+        monkeypatch.setattr(mpi4py.rc, "finalize", False)
+    from cosim.placement import LeastWork
+    from cosim.transport.base import TRACE
+    from cosim.transport.mpi import MpiAls
+
+    def make(log, delay, fail_at=None):
+        apps, trace = _Local(log, "apps", fail_at), _Local(log, "trace", fail_at=1)
+        als = MpiAls(_Comm(log, delay), local={TRACE: trace, 0: apps},
+                     placement=LeastWork([0, 1], None))
+        log.clear()
+        return als, apps, trace
+    return make
+
+
+def test_rank_0_runs_its_apps_ahead_while_it_waits(mpi_als):
+    log = []
+    als, apps, trace = mpi_als(log, delay=7)
+    assert als.round(5, []) == ([], None)
+    # one slice per poll that found nothing; the trace endpoint is never run ahead
+    assert log == ["apps"] * 7 + ["answer"] and trace.slices == 0
+
+
+def test_an_error_running_ahead_is_raised_once_the_answers_are_in(mpi_als):
+    log = []
+    als, apps, _ = mpi_als(log, delay=7, fail_at=2)
+    with pytest.raises(ValueError, match="boom"):
+        als.round(5, [])
+    # no slice after the failing one; rank 1's answer was taken before the error
+    assert log == ["apps", "apps", "answer"]
