@@ -282,3 +282,51 @@ def test_the_smallest_waiting_job_is_the_brute_force_one(jobs, ticks):
                                       strict=True) if s <= t < b), default=none)
             for t in at.tolist()]
     assert _smallest_waiting(submit, start, hosts, at).tolist() == want
+
+
+@pytest.mark.skipif(metrics._kernel is None, reason="the compiled kernels were not built "
+                    "(no C compiler when installed): fair_starts runs its Python loop")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 25), st.integers(0, 12),
+                          st.integers(1, 6), st.sampled_from(["completed", "killed",
+                                                              "rejected"])),
+                max_size=80),
+       st.integers(6, 30))
+def test_the_compiled_fair_starts_equal_the_python_loop(jobs, n_hosts):
+    """Ties of submission, of ends and of start instants, zero run times, jobs that never
+    ran: the compiled loop gives `fair_starts`' Python loop's starts, in the same order, on a
+    plain list and inside `summary`."""
+    outs = [outcome(i, s, s + w, s + w + r, h, status=st_) if st_ != "rejected" else
+            JobOutcome(job=Job(id=i, submit=s * S, hosts=h, pes=h, walltime=S, runtime=S),
+                       start=None, end=None, hosts=(), status="rejected")
+            for i, (s, w, r, h, st_) in enumerate(jobs)]
+    want = metrics._fair_starts_python(outs, n_hosts)
+    got = metrics._fair_starts_compiled(outs, n_hosts)
+    if want:
+        assert got == want and list(got) == list(want)
+    else:
+        assert got is None
+    assert metrics.fair_starts(outs, n_hosts) == want
+    unfair = sum(1 for o in outs if o.start is not None and o.start > want[o.job.id])
+    assert metrics.summary(outs, n_hosts)["unfair_jobs"] == unfair
+
+
+@pytest.mark.skipif(metrics._kernel is None, reason="the compiled kernels were not built "
+                    "(no C compiler when installed): fair_starts runs its Python loop")
+def test_what_the_compiled_fair_starts_leaves_to_the_python_loop():
+    # ticks whose sum could leave int64: Python ints
+    big = [outcome(i, 0, 0, 2**62 // S, 1) for i in (1, 2, 3)]
+    assert metrics._fair_starts_compiled(big, 1) is None
+    assert metrics.fair_starts(big, 1) == {1: 0, 2: (2**62 // S) * S, 3: 2 * (2**62 // S) * S}
+    # a job on more hosts than the machine (borrowed ones counted): the Python loop's error
+    wide = [outcome(1, 0, 0, 5, 3)]
+    assert metrics._fair_starts_compiled(wide, 2) is None
+    with pytest.raises(IndexError):
+        metrics.fair_starts(wide, 2)
+    # the kernel checks its input
+    with pytest.raises(TypeError, match="int64"):
+        metrics._kernel.fcfs_starts(2, np.zeros(1, dtype=np.int64), np.zeros(2, dtype=np.int64),
+                                    np.ones(2, dtype=np.int64), 4)
+    with pytest.raises(ValueError):
+        metrics._kernel.fcfs_starts(-1, np.zeros(0, dtype=np.int64),
+                                    np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 4)

@@ -20,7 +20,8 @@
  * job and tick, the allocation log's rows as job, first host, hosts and PEs on each, in the
  * order the Python replay logs them) and the counters (rounds, passes, facts, kills,
  * rejected). Python builds the outcomes and the allocation log from them
- * (`replay._replay_compiled`).
+ * (`replay._replay_compiled`). `fcfs_starts` (at the end) is the strict-FCFS loop of the
+ * unfair-jobs metric (cosim.output.metrics.fair_starts).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -454,10 +455,101 @@ out:
     return result;
 }
 
+/* fcfs_starts(n, submit, run, hosts, n_hosts): the start of each job under strict FCFS without
+ * backfilling, the jobs in arrival order, each for `run` ticks on `hosts` of `n_hosts` hosts
+ * (cosim.output.metrics.fair_starts, whose loop this is: a job starts at the first instant at
+ * or after its submission and the previous start at which its hosts are free). The ends are
+ * a binary heap by tick (the order among equal ticks frees the same hosts). Out: bytes of
+ * int64 starts; ValueError when a job needs more hosts than the machine has. */
+typedef struct { i64 when, hosts; } Busy;
+
+static void busy_push(Busy *h, Py_ssize_t *n, Busy x)
+{
+    Py_ssize_t i = (*n)++;
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) / 2;
+        if (h[p].when <= x.when) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = x;
+}
+
+static Busy busy_pop(Busy *h, Py_ssize_t *n)
+{
+    Busy top = h[0], x = h[--(*n)];
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && h[c + 1].when < h[c].when) c++;
+        if (x.when <= h[c].when) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n) h[i] = x;
+    return top;
+}
+
+static PyObject *fcfs_starts(PyObject *self, PyObject *args)
+{
+    Py_ssize_t n;
+    PyObject *o[3];
+    long long n_hosts;
+    if (!PyArg_ParseTuple(args, "nOOOL", &n, &o[0], &o[1], &o[2], &n_hosts)) return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
+        return NULL;
+    }
+    Py_buffer buf[3];
+    int got = 0;
+    PyObject *result = NULL;
+    i64 *start = NULL;
+    Busy *heap = NULL;
+    for (; got < 3; got++)
+        if (get_i64(o[got], &buf[got], n, "fcfs_starts: submit, run and hosts") < 0)
+            goto out;
+    const i64 *submit = buf[0].buf, *run = buf[1].buf, *hosts = buf[2].buf;
+    start = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(i64));
+    heap = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Busy));
+    if (!start || !heap) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    Py_ssize_t nh = 0;
+    i64 free_hosts = n_hosts, last = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        i64 t = submit[k] > last ? submit[k] : last;
+        while (nh && heap[0].when <= t) free_hosts += busy_pop(heap, &nh).hosts;
+        while (free_hosts < hosts[k]) {
+            if (!nh) {
+                PyErr_Format(PyExc_ValueError, "job %zd needs %lld hosts of %lld", k,
+                             (long long)hosts[k], n_hosts);
+                goto out;
+            }
+            Busy b = busy_pop(heap, &nh);
+            if (b.when > t) t = b.when;
+            free_hosts += b.hosts;
+            while (nh && heap[0].when <= t) free_hosts += busy_pop(heap, &nh).hosts;
+        }
+        start[k] = t;
+        free_hosts -= hosts[k];
+        busy_push(heap, &nh, (Busy){t + run[k], hosts[k]});
+        last = t;
+    }
+    result = bytes_of(start, n);
+out:
+    for (int b = 0; b < got; b++) PyBuffer_Release(&buf[b]);
+    PyMem_Free(start);
+    PyMem_Free(heap);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"replay", replay, METH_VARARGS,
      "replay(n, submit, runtime, walltime, hosts, rank, id, pes, n_hosts, easy, kill, "
      "progress)"},
+    {"fcfs_starts", fcfs_starts, METH_VARARGS, "fcfs_starts(n, submit, run, hosts, n_hosts)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_replay",

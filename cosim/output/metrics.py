@@ -34,6 +34,11 @@ from cosim.output.tables import busy_host_series, busy_rows
 from cosim.workload.jobs import JobOutcome
 from cosim.workload.value import productivity
 
+try:  # the compiled loop of `fair_starts` (setup.py builds it where a C compiler is)
+    from cosim.bls import _replay as _kernel
+except ImportError:  # pragma: no cover - exercised where the module was not built
+    _kernel = None
+
 __all__ = ["power_metrics", "makespan", "utilization", "occupancy", "esp_efficiency",
            "pe_utilization", "machine_pes", "mean_wait", "mean_response", "mean_slowdown",
            "mean_bounded_slowdown", "loss_of_capacity", "queue_depth", "fair_starts",
@@ -458,7 +463,15 @@ def fair_starts(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[int, int]:
     Sadayappan ("Job fairness in non-preemptive job scheduling", ICPP 2004: "no later
     arriving job should delay an earlier arriving job"); they compute the fair start time with
     the scheduler under study, we with this fixed reference, which needs only the outcomes.
+    The loop runs compiled (`cosim.bls._replay.fcfs_starts`) where it was built and the ticks
+    fit int64; this Python loop is its reference and fallback.
     """
+    fast = _fair_starts_compiled(outcomes, n_hosts) if _kernel is not None else None
+    return fast if fast is not None else _fair_starts_python(outcomes, n_hosts)
+
+
+def _fair_starts_python(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[int, int]:
+    """`fair_starts` in Python: the definition."""
     ran = sorted(_ran(outcomes), key=lambda o: (o.job.submit, o.job.id))
     free = n_hosts
     running: list[tuple[int, int]] = []  # (end, hosts) heap
@@ -482,6 +495,38 @@ def fair_starts(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[int, int]:
     return out
 
 
+def _fair_starts_arrays(outcomes: Sequence[JobOutcome], n_hosts: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The jobs that ran in arrival order as ``(ids, starts, fair starts)`` arrays, the fair
+    starts by the compiled loop; None where it does not apply (ticks that could leave int64,
+    a job larger than the machine: the Python loop says what happens then)."""
+    ran = _ran(outcomes)
+    if not ran:
+        return None
+    try:
+        submit, start, end, hosts = _columns(outcomes)
+        ids = np.fromiter((o.job.id for o in ran), dtype=np.int64, count=len(ran))
+    except OverflowError:
+        return None
+    run = end - start
+    # every start and end is at most the last submission plus every run time before it
+    if int(submit.max()) + sum(run.tolist()) >= 2**63:
+        return None
+    order = np.lexsort((ids, submit))
+    try:
+        fair = _kernel.fcfs_starts(len(ran), submit[order], run[order], hosts[order], n_hosts)
+    except ValueError:
+        return None
+    return ids[order], start[order], np.frombuffer(fair, dtype=np.int64)
+
+
+def _fair_starts_compiled(outcomes: Sequence[JobOutcome], n_hosts: int
+                          ) -> dict[int, int] | None:
+    """`fair_starts` by the compiled loop, or None (`_fair_starts_arrays`)."""
+    got = _fair_starts_arrays(outcomes, n_hosts)
+    return None if got is None else dict(zip(got[0].tolist(), got[2].tolist()))
+
+
 def unfair_jobs_replayed(outcomes: Sequence[JobOutcome], fair: dict[int, int | None]) -> int:
     """Sabin's unfair jobs: ``#{j : b_j > FST_j}`` with the fair start times `fair` of the
     scheduler under study (`cosim.runner.replayed_fair_starts`: one replay per job without
@@ -498,6 +543,9 @@ def unfair_jobs(outcomes: Sequence[JobOutcome], n_hosts: int) -> int:
     jobs whose start misses their fair start time). A strict-FCFS schedule without
     backfilling and with first-fit hosts has none.
     """
+    got = _fair_starts_arrays(outcomes, n_hosts) if _kernel is not None else None
+    if got is not None:
+        return int(np.count_nonzero(got[1] > got[2]))
     fst = fair_starts(outcomes, n_hosts)
     return sum(1 for o in _ran(outcomes) if o.start > fst[o.job.id])  # type: ignore[operator]
 
