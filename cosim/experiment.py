@@ -578,8 +578,9 @@ def default_out(opt: RunOptions) -> Path:
     return Path("runs") / (name + config_tag(opt))
 
 
-def tables_of(record: RunRecord, run_id: str) -> Any:
-    """The run as `cosim.output.tables.RunTables` (for ``results.h5``, traces and plots).
+def tables_of(record: RunRecord, run_id: str, columns: Any = None) -> Any:
+    """The run as `cosim.output.tables.RunTables` (for ``results.h5``, traces and plots);
+    `columns`: its outcomes' `cosim.output.columns.OutcomeColumns` when the caller has them.
 
     Its stats leave out wall-clock times (they are in ``summary.json``), so ``results.h5``
     holds only what the simulation determines, apart from its provenance."""
@@ -595,7 +596,7 @@ def tables_of(record: RunRecord, run_id: str) -> Any:
                         metrics=record.metrics, stats=stats, platform=record.platform,
                         n_hosts=record.n_hosts, loops=record.loops, technique=technique,
                         allocations=record.allocations, tuning=record.tuning,
-                        power=record.power)
+                        power=record.power, columns=columns)
 
 
 def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
@@ -606,6 +607,7 @@ def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
     default ``out/results.h5``; a new file when `first`, else appended), then
     ``summary.json``, which marks a complete run (``summary=False``: the caller writes it
     last, once the plots are drawn). Returns the run's `RunTables`."""
+    from cosim.output.columns import OutcomeColumns
     from cosim.output.hdf5 import append_run, command_provenance, write_results
     from cosim.output.runfiles import write_jobs_csv, write_summary
     from cosim.workload.batsim import write_batsim_jobs
@@ -613,13 +615,14 @@ def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
 
     opt = record.opt
     run_id = run_id or out.name
-    write_jobs_csv(out / "jobs.csv", record.outcomes)
+    cols = OutcomeColumns.of(record.outcomes)  # gathered once for every file
+    write_jobs_csv(out / "jobs.csv", record.outcomes, cols)
     write_batsim_jobs(out / "batsim_jobs.csv", record.outcomes,
-                      workload=Path(opt.workload).name.split(".")[0])
+                      workload=Path(opt.workload).name.split(".")[0], columns=cols)
     write_swf(out / "schedule.swf", record.outcomes, header=record.header,
               cores_per_host=record.host_cores,
-              prefer_fracs=(opt.min_frac, opt.max_frac))
-    tables = tables_of(record, run_id)
+              prefer_fracs=(opt.min_frac, opt.max_frac), columns=cols)
+    tables = tables_of(record, run_id, cols)
     if opt.trace != "none":
         from cosim.output.trace import write_trace
 

@@ -498,7 +498,7 @@ def jobs(draw):
             id=i, submit=draw(st.integers(0, 10**16)), hosts=1, pes=1,
             walltime=draw(st.one_of(st.just(run), st.integers(1, 10**13))), runtime=run,
             app=app, category=draw(st.sampled_from(["", "A", "Z"])),
-            priority=draw(st.integers(0, 2)),
+            priority=draw(st.integers(0, 2)), exclusion_ok=draw(st.booleans()),
             app_params=draw(_app_params(app)),
             user=draw(st.integers(-1, 50)), queue=draw(st.integers(-1, 3)),
         ))

@@ -28,9 +28,12 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from cosim.core.files import atomic_open
 from cosim.core.indexset import IndexSet
 from cosim.output import textrows
+from cosim.output.columns import OutcomeColumns
 from cosim.workload.jobs import JobOutcome
 from cosim.workload.swf_write import format_ticks
 from cosim.workload.value import earned
@@ -67,22 +70,20 @@ def csv_field(text: str) -> str:
     return text
 
 
-def _rows(outcomes: Sequence[JobOutcome]) -> Iterable[str]:
+def _rows(cols: OutcomeColumns) -> Iterable[str]:
     """The file's text: its header, then a row per job in id order, a column at a time
-    (`cosim.output.textrows`)."""
-    ordered = sorted(outcomes, key=lambda o: o.job.id)
-    jobs = [o.job for o in ordered]
-    started = [o.start for o in ordered]
+    (`cosim.output.textrows`, from the run's `OutcomeColumns`)."""
+    ordered, jobs = cols.outcomes, cols.jobs
+    no_start = ~cols.has_start
     columns = [
-        textrows.ints(j.id for j in jobs), textrows.ticks(j.submit for j in jobs),
-        textrows.ticks(started), textrows.ticks(o.end for o in ordered),
-        textrows.ints(len(o.hosts) or o.job.hosts for o in ordered),
-        textrows.ints(j.pes for j in jobs), [o.status for o in ordered],
-        textrows.ticks(None if s is None else s - j.submit for s, j in zip(started, jobs,
-                                                                            strict=True)),
-        textrows.ticks(j.walltime for j in jobs), textrows.ticks(j.runtime for j in jobs),
-        [csv_field(j.category) for j in jobs], [csv_field(j.app) for j in jobs],
-        [host_ranges(o.hosts) for o in ordered],
+        textrows.int_array(cols.id), textrows.tick_array(cols.submit),
+        textrows.tick_array(cols.start, no_start), textrows.tick_array(cols.end, ~cols.has_end),
+        textrows.int_array(np.where(cols.hosts > 0, cols.hosts, cols.job_hosts)),
+        textrows.int_array(cols.pes), list(cols.status),
+        textrows.tick_array(cols.start - cols.submit, no_start),
+        textrows.tick_array(cols.walltime), textrows.tick_array(cols.runtime),
+        textrows.distinct([j.category for j in jobs], csv_field),
+        textrows.distinct([j.app for j in jobs], csv_field), cols.host_text,
         # the RCA columns are empty for most jobs: no formatting then
         [_at(o.yielded, True) if o.yielded else "" for o in ordered],
         [_at(o.lent, True) if o.lent else "" for o in ordered],
@@ -101,9 +102,11 @@ def _power(segments: Sequence[tuple[int, int]]) -> str:
     return " ".join(f"{mw / 1000:g}@{format_ticks(t)}" for t, mw in segments)
 
 
-def write_jobs_csv(path: str | os.PathLike[str], outcomes: Sequence[JobOutcome]) -> None:
-    """``jobs.csv``: one row per job (see the module docstring)."""
-    atomic_write(path, _rows(outcomes))
+def write_jobs_csv(path: str | os.PathLike[str], outcomes: Sequence[JobOutcome],
+                   columns: OutcomeColumns | None = None) -> None:
+    """``jobs.csv``: one row per job (see the module docstring); `columns`: the outcomes'
+    `OutcomeColumns` when the caller has them."""
+    atomic_write(path, _rows(columns or OutcomeColumns.of(outcomes)))
 
 
 def write_summary(path: str | os.PathLike[str], summary: dict[str, Any]) -> None:

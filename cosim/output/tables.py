@@ -28,6 +28,7 @@ import numpy as np
 from cosim.bls.alloclog import ALLOC_DTYPE, BORROWED, OWN, ROLES, YIELDED
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.core.indexset import IndexSet
+from cosim.output.columns import OutcomeColumns
 from cosim.platform.allocation import job_pe_indices, spread_pes, spread_runs
 from cosim.workload.jobs import JobOutcome
 from cosim.workload.value import earned
@@ -173,27 +174,25 @@ def _strings(values: Any, width: int) -> np.ndarray:
     return np.array(list(map(encoded.__getitem__, values)), dtype=f"S{width}")
 
 
-def _jobs_table(outs: Sequence[JobOutcome], technique: str,
+def _jobs_table(cols: OutcomeColumns, technique: str,
                 imbalance: Mapping[int, float]) -> np.ndarray:
-    """The ``jobs`` table of outcomes in id order, column by column (attrgetter passes: no
-    Python object per row is kept)."""
+    """The ``jobs`` table of outcomes in id order, column by column (from the run's
+    `OutcomeColumns`; attrgetter passes for the rest: no Python object per row is kept)."""
+    outs, jobs = cols.outcomes, cols.jobs
     n = len(outs)
     t = np.zeros(n, dtype=JOB_DTYPE)
-    jobs = [o.job for o in outs]
-    for name in ("id", "submit", "walltime", "runtime", "pes", "min_pes", "max_pes"):
+    t["id"], t["submit"], t["pes"] = cols.id, cols.submit, cols.pes
+    t["walltime"], t["runtime"] = cols.walltime, cols.runtime
+    for name in ("min_pes", "max_pes"):
         t[name] = _column(jobs, attrgetter(name), np.int64)
     for name in ("shrinks", "expands"):
         t[name] = _column(outs, attrgetter(name), np.int64)
-    starts = [o.start for o in outs]
-    ends = [o.end for o in outs]
-    ran = np.fromiter((a is not None and b is not None for a, b in zip(starts, ends)),
-                      dtype=bool, count=n)
-    t["start"] = np.fromiter((NO_TICK if x is None else x for x in starts), np.int64, n)
-    t["end"] = np.fromiter((NO_TICK if x is None else x for x in ends), np.int64, n)
-    t["status"] = _strings(map(attrgetter("status"), outs), 9)
-    t["start"][~ran] = NO_TICK
-    t["end"][~ran & (t["status"] != b"dropped")] = NO_TICK  # a drop keeps its tick
-    t["hosts"] = np.fromiter((len(o.hosts) or o.job.hosts for o in outs), np.int64, n)
+    ran = cols.has_start & cols.has_end
+    t["status"] = _strings(cols.status, 9)
+    t["start"] = np.where(ran, cols.start, NO_TICK)
+    # a drop keeps its tick
+    t["end"] = np.where(ran | (cols.has_end & (t["status"] == b"dropped")), cols.end, NO_TICK)
+    t["hosts"] = np.where(cols.hosts > 0, cols.hosts, cols.job_hosts)
     t["category"] = _strings(map(attrgetter("category"), jobs), 32)
     t["app"] = _strings(map(attrgetter("app"), jobs), 32)
     t["kind"] = _strings(map(attrgetter("kind"), jobs), 9)
@@ -367,6 +366,7 @@ def build_tables(
     allocations: np.ndarray | None = None,
     tuning: Sequence[Any] = (),
     power: Any = None,
+    columns: OutcomeColumns | None = None,
 ) -> RunTables:
     """Tables of a run (see the module docstring).
 
@@ -389,11 +389,13 @@ def build_tables(
         resizes.
     power:
         The run's `cosim.bls.power.PowerTotals` under a power cap (`power_tables`).
+    columns:
+        The outcomes' `cosim.output.columns.OutcomeColumns` when the caller has them (else
+        made from `outcomes`).
     """
     loops = loops or {}
-    ids = np.fromiter((o.job.id for o in outcomes), dtype=np.int64, count=len(outcomes))
-    order = np.argsort(ids, kind="stable")
-    outs = [outcomes[i] for i in order.tolist()]
+    cols = columns or OutcomeColumns.of(outcomes)
+    outs = cols.outcomes
     imbalance: dict[int, float] = {}
     workers, chunks = [], []
     any_chunks = False
@@ -417,7 +419,7 @@ def build_tables(
         host_cores=np.array([h.cores for h in platform.hosts[:n_hosts]], dtype=np.int32),
         host_names=tuple(h.name for h in platform.hosts[:n_hosts]),
         racks=np.array([h.rack for h in platform.hosts[:n_hosts]], dtype=np.int32),
-        jobs=_jobs_table(outs, technique, imbalance),
+        jobs=_jobs_table(cols, technique, imbalance),
         allocations=alloc,
         workers=np.concatenate(workers) if workers else np.zeros(0, dtype=WORKER_DTYPE),
         chunks=(np.concatenate(chunks) if chunks else np.zeros(0, dtype=CHUNK_DTYPE))

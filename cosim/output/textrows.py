@@ -2,7 +2,8 @@
 ``schedule.swf``, a column at a time.
 
 A writer gathers each field of its rows as a column — `ticks` (exact decimal seconds,
-`cosim.core.clock.format_ticks`), `ints`, or a list of texts it made itself — and `rows`
+`cosim.core.clock.format_ticks`), `ints` (or `tick_array` and `int_array` of columns it has
+as int64 arrays, `cosim.output.columns`), or a list of texts it made itself — and `rows`
 joins them: row i is every column's i-th text joined by the separator, then a newline. A
 tick or integer column may mark rows whose field is a fixed text instead (``""`` for a job
 that never started, ``-1`` for SWF's unknown). The rows are made by the compiled formatter
@@ -24,7 +25,8 @@ try:  # the compiled formatter (setup.py builds it where a C compiler is)
 except ImportError:  # pragma: no cover - exercised where the module was not built
     _text = None
 
-__all__ = ["Column", "ticks", "ints", "rows", "TEXT_KERNEL"]
+__all__ = ["Column", "ticks", "ints", "tick_array", "int_array", "distinct", "rows",
+           "TEXT_KERNEL"]
 
 #: what formats the rows: "compiled" (cosim/output/_text.c) or "python"
 TEXT_KERNEL = "compiled" if _text is not None else "python"
@@ -60,6 +62,31 @@ def ticks(values: Iterable[int | None], blank_text: str = "") -> Column:
 def ints(values: Iterable[int | None], blank_text: str = "") -> Column:
     """A column of integers; None writes `blank_text`."""
     return _numbers(_INTS, values, blank_text)
+
+
+def _array(kind: int, values: np.ndarray, blank: np.ndarray | None, blank_text: str) -> Column:
+    blank = None if blank is None or not blank.any() else np.ascontiguousarray(blank, bool)
+    return (kind, np.ascontiguousarray(values, dtype=np.int64), blank, blank_text)
+
+
+def tick_array(values: np.ndarray, blank: np.ndarray | None = None,
+               blank_text: str = "") -> Column:
+    """`ticks` of an int64 array; the rows where `blank` (booleans) is True write
+    `blank_text`."""
+    return _array(_TICKS, values, blank, blank_text)
+
+
+def int_array(values: np.ndarray, blank: np.ndarray | None = None,
+              blank_text: str = "") -> Column:
+    """`ints` of an int64 array; the rows where `blank` is True write `blank_text`."""
+    return _array(_INTS, values, blank, blank_text)
+
+
+def distinct(values: Sequence[Any], text: Any) -> list[str]:
+    """``[text(v) for v in values]``, `text` called once per distinct value (a column of
+    statuses, kinds or categories holds a handful)."""
+    made = {v: text(v) for v in set(values)}
+    return list(map(made.__getitem__, values))
 
 
 def rows(columns: Sequence[Column], sep: str) -> str:

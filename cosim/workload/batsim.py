@@ -32,12 +32,15 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from cosim.errors import InputError
 from cosim.workload.jobs import CATEGORY_CHARS, Job, JobOutcome
 from cosim.workload.swf import SwfWorkload, seconds_to_ticks
+
+if TYPE_CHECKING:  # (the output side loads with the writers)
+    from cosim.output.columns import OutcomeColumns
 
 __all__ = ["BATSIM_COLUMNS", "is_batsim", "read_batsim", "batsim_machine", "write_batsim_jobs"]
 
@@ -165,45 +168,48 @@ def read_batsim(path: str | os.PathLike[str], *, cores_per_host: int = 1,
                        bad_lines=0, cores_per_host=cores_per_host, procs_field="requested")
 
 
-def _batsim_text(outcomes: Iterable[JobOutcome], workload: str) -> str:
+def _batsim_text(cols: OutcomeColumns, workload: str) -> str:
     """The rows of ``batsim_jobs.csv`` (without the header) by job id, a column at a time
-    (`cosim.output.textrows`)."""
+    (`cosim.output.textrows`, from the run's `OutcomeColumns`)."""
+    import numpy as np
+
     from cosim.output import textrows
     from cosim.output.runfiles import csv_field as field  # (quoted as CSV wants)
-    from cosim.output.runfiles import host_ranges  # Batsim's interval sets: "0-3 7"
 
     # a rejected or dropped job never ran: its times are -1, it holds no resource
-    ran = sorted(outcomes, key=lambda o: o.job.id)
-    done = [not (o.status == "rejected" or o.start is None or o.end is None) for o in ran]
-    jobs = [o.job for o in ran]
-    start = [o.start if d else None for o, d in zip(ran, done, strict=True)]
-    end = [o.end if d else None for o, d in zip(ran, done, strict=True)]
-    run = [None if e is None else e - s for s, e in zip(start, end, strict=True)]
-    wait = [None if s is None else s - j.submit for s, j in zip(start, jobs, strict=True)]
-    turn = [None if e is None else e - j.submit for e, j in zip(end, jobs, strict=True)]
-    n = len(ran)
+    n = len(cols)
+    rejected = np.fromiter((s == "rejected" for s in cols.status), dtype=bool, count=n)
+    done = cols.has_start & cols.has_end & ~rejected
+    never = ~done
+    run, turn = cols.end - cols.start, cols.end - cols.submit
+    ok = done.tolist()
     columns = [
-        textrows.ints(j.id for j in jobs), [field(workload)] * n,
-        [field(j.category or j.app) for j in jobs], textrows.ticks(j.submit for j in jobs),
-        textrows.ints(j.hosts for j in jobs), textrows.ticks(j.walltime for j in jobs),
-        ["1" if d and o.status == "completed" else "0" for o, d in zip(ran, done, strict=True)],
-        [_FINAL.get(o.status, "COMPLETED_FAILED") if d else _FINAL["rejected"]
-         for o, d in zip(ran, done, strict=True)],
-        textrows.ticks(start, "-1"), textrows.ticks(run, "-1"), textrows.ticks(end, "-1"),
-        textrows.ticks(wait, "-1"), textrows.ticks(turn, "-1"),
-        ["-1" if t is None else repr(t / r) if r else ("inf" if t else "1")  # stretch
-         for t, r in zip(turn, run, strict=True)],
-        [host_ranges(o.hosts) if d else "" for o, d in zip(ran, done, strict=True)],
+        textrows.int_array(cols.id), [field(workload)] * n,
+        textrows.distinct([j.category or j.app for j in cols.jobs], field),
+        textrows.tick_array(cols.submit), textrows.int_array(cols.job_hosts),
+        textrows.tick_array(cols.walltime),
+        ["1" if d and s == "completed" else "0" for s, d in zip(cols.status, ok, strict=True)],
+        [_FINAL.get(s, "COMPLETED_FAILED") if d else _FINAL["rejected"]
+         for s, d in zip(cols.status, ok, strict=True)],
+        textrows.tick_array(cols.start, never, "-1"), textrows.tick_array(run, never, "-1"),
+        textrows.tick_array(cols.end, never, "-1"),
+        textrows.tick_array(cols.start - cols.submit, never, "-1"),
+        textrows.tick_array(turn, never, "-1"),
+        ["-1" if not d else repr(t / r) if r else ("inf" if t else "1")  # stretch
+         for d, t, r in zip(ok, turn.tolist(), run.tolist(), strict=True)],
+        [h if d else "" for h, d in zip(cols.host_text, ok, strict=True)],
         ["-1"] * n, [""] * n,
     ]
     return textrows.rows(columns, ",")
 
 
 def write_batsim_jobs(path: str | os.PathLike[str], outcomes: Sequence[JobOutcome],
-                      workload: str) -> None:
+                      workload: str, columns: OutcomeColumns | None = None) -> None:
     """``batsim_jobs.csv`` (module docstring), atomically; `workload` fills
-    ``workload_name``."""
+    ``workload_name``; `columns`: the outcomes' `OutcomeColumns` when the caller has them."""
+    from cosim.output.columns import OutcomeColumns
     from cosim.output.runfiles import atomic_write
 
-    atomic_write(path, (",".join(BATSIM_COLUMNS) + "\n", _batsim_text(outcomes, workload)))
+    text = _batsim_text(columns or OutcomeColumns.of(outcomes), workload)
+    atomic_write(path, (",".join(BATSIM_COLUMNS) + "\n", text))
 

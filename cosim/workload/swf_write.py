@@ -53,7 +53,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cosim.core.clock import format_ticks, seconds_to_ticks
 from cosim.core.files import atomic_open
@@ -63,6 +63,9 @@ from cosim.workload.marking import (
 )
 from cosim.workload.runtime_models import IDEAL, RuntimeModel
 from cosim.workload.swf import COSIM_APP_KEY, MARK_KEYS, MODEL_KEYS, N_FIELDS
+
+if TYPE_CHECKING:  # (the output side loads with the writers)
+    from cosim.output.columns import OutcomeColumns
 
 __all__ = ["Header", "write_jobs_swf", "write_swf", "format_ticks", "format_value"]
 
@@ -131,6 +134,9 @@ def _info(job: Job) -> tuple:
 
 def _key(job: Job) -> tuple | None:
     """What selects the CosimApp line of `job` (None: no line, its raw field 14 is kept)."""
+    if (job.app == "rigid" and job.kind == "rigid" and job.model is IDEAL and not job.category
+            and not job.priority and not job.exclusion_ok and not job.app_params):
+        return None  # (the usual trace job, without building its `_info`)
     info = _info(job)
     if info == _DEFAULT_INFO:
         return None
@@ -335,38 +341,49 @@ def _cores_held(hosts: Any, before: Sequence[int]) -> int:
     return sum(before[f + n] - before[f] for f, n in runs)
 
 
-def _schedule_rows(ordered: Sequence[JobOutcome], exes: Sequence[int | None],
+def _schedule_rows(cols: OutcomeColumns, order: Sequence[int], exes: Sequence[int | None],
                    cores_per_host: int | Sequence[int]) -> str:
     """The lines of a schedule (rules in the module docstring), a column at a time
-    (`cosim.output.textrows`); `cores_per_host` one count, or the prefix sums of the hosts'
+    (`cosim.output.textrows`), of the outcomes of `cols` (`OutcomeColumns`) in `order`
+    (their positions there); `cores_per_host` one count, or the prefix sums of the hosts'
     counts (`_cores_held`). ValueError for an unknown status or inconsistent times, at the
-    first such outcome."""
+    first such outcome in `order`."""
+    import numpy as np
+
     from cosim.output import textrows
 
-    held = []  # (wait, run, cores) of each, None for a job that never ran
-    for out in ordered:
-        job = out.job
-        if out.status not in _STATUS:
-            raise ValueError(f"job {job.id}: unknown outcome status {out.status!r}")
-        if out.status in ("rejected", "dropped"):
-            held.append(None)
-            continue
-        if out.start is None or out.end is None or out.start < job.submit or out.end < out.start:
-            raise ValueError(f"job {job.id}: inconsistent times submit={job.submit} "
-                             f"start={out.start} end={out.end}")
-        held.append((out.start - job.submit, out.end - out.start,
-                     len(out.hosts) * cores_per_host if isinstance(cores_per_host, int)
-                     else _cores_held(out.hosts, cores_per_host)))
-    jobs = [o.job for o in ordered]
+    o = np.asarray(order, dtype=np.int64)
+    status = [cols.status[i] for i in o.tolist()]
+    jobs = [cols.jobs[i] for i in o.tolist()]
+    submit, start, end = cols.submit[o], cols.start[o], cols.end[o]
     n = len(jobs)
+    known = np.fromiter((s in _STATUS for s in status), dtype=bool, count=n)
+    never = np.fromiter((s in ("rejected", "dropped") for s in status), dtype=bool, count=n)
+    timed = cols.has_start[o] & cols.has_end[o]
+    fine = never | (timed & (start >= submit) & (end >= start))
+    bad = np.flatnonzero(~known | ~fine)
+    if len(bad):
+        k = int(bad[0])
+        job = jobs[k]
+        if not known[k]:
+            raise ValueError(f"job {job.id}: unknown outcome status {status[k]!r}")
+        out = cols.outcomes[int(o[k])]
+        raise ValueError(f"job {job.id}: inconsistent times submit={job.submit} "
+                         f"start={out.start} end={out.end}")
+    if isinstance(cores_per_host, int):
+        cores = cols.hosts[o] * cores_per_host
+    else:
+        cores = np.fromiter((0 if v else _cores_held(cols.outcomes[i].hosts, cores_per_host)
+                             for i, v in zip(o.tolist(), never.tolist(), strict=True)),
+                            dtype=np.int64, count=n)
     columns = [
-        textrows.ints(j.id for j in jobs), textrows.ticks(j.submit for j in jobs),
-        textrows.ticks((None if h is None else h[0] for h in held), "-1"),
-        textrows.ticks((None if h is None else h[1] for h in held), "-1"),
-        textrows.ints((None if h is None else h[2] for h in held), "-1"), ["-1"] * n,
-        ["-1"] * n, textrows.ints(j.pes for j in jobs),
-        textrows.ticks(j.walltime for j in jobs), _raw_texts(jobs, 9),
-        textrows.ints(_STATUS[o.status] for o in ordered),
+        textrows.int_array(cols.id[o]), textrows.tick_array(submit),
+        textrows.tick_array(start - submit, never, "-1"),
+        textrows.tick_array(end - start, never, "-1"), textrows.int_array(cores, never, "-1"),
+        ["-1"] * n, ["-1"] * n, textrows.int_array(cols.pes[o]),
+        textrows.tick_array(cols.walltime[o]), _raw_texts(jobs, 9),
+        textrows.int_array(np.fromiter(map(_STATUS.__getitem__, status), dtype=np.int64,
+                                       count=n)),
         textrows.ints(j.user for j in jobs), textrows.ints(j.group for j in jobs),
         textrows.ints(int(_raw(j, 13)) if e is None else e for j, e in zip(jobs, exes,
                                                                            strict=True)),
@@ -432,7 +449,8 @@ def write_jobs_swf(path: str | os.PathLike[str], jobs: Iterable[Job], *,
 
 def write_swf(path: str | os.PathLike[str], outcomes: Iterable[JobOutcome], *,
               header: Header = (), cores_per_host: int | Sequence[int] = 1,
-              prefer_fracs: tuple[float, float] | None = None) -> None:
+              prefer_fracs: tuple[float, float] | None = None,
+              columns: OutcomeColumns | None = None) -> None:
     """Write a simulated schedule as SWF v2.2, one line per job outcome.
 
     Parameters
@@ -452,6 +470,9 @@ def write_swf(path: str | os.PathLike[str], outcomes: Iterable[JobOutcome], *,
         per host index.
     prefer_fracs:
         As for `write_jobs_swf`.
+    columns:
+        The outcomes' `cosim.output.columns.OutcomeColumns` when the caller has them (else
+        made from `outcomes`).
 
     Raises
     ------
@@ -460,13 +481,18 @@ def write_swf(path: str | os.PathLike[str], outcomes: Iterable[JobOutcome], *,
     ValueError
         For an outcome with an unknown status or inconsistent times, or a bad header key.
     """
-    ordered = sorted(outcomes, key=lambda o: (o.job.submit, o.job.id))
+    import numpy as np
+
+    from cosim.output.columns import OutcomeColumns
+
+    cols = columns or OutcomeColumns.of(list(outcomes))
+    order = np.lexsort((cols.id, cols.submit)).tolist()  # by (submit, id)
     if not isinstance(cores_per_host, int):
         counts = [int(c) for c in cores_per_host]
         cores_per_host = (counts[0] if counts and len(set(counts)) == 1 else
                           [0, *itertools.accumulate(counts)])
-    exes, apps = _app_table([o.job for o in ordered], prefer_fracs)
+    exes, apps = _app_table([cols.jobs[i] for i in order], prefer_fracs)
     buf = io.StringIO()
-    buf.write(_header_text(_build_header(header, len(ordered), apps, schedule=True)))
-    buf.write(_schedule_rows(ordered, exes, cores_per_host))
+    buf.write(_header_text(_build_header(header, len(order), apps, schedule=True)))
+    buf.write(_schedule_rows(cols, order, exes, cores_per_host))
     _write_atomic(path, buf.getvalue())

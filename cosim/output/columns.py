@@ -1,0 +1,84 @@
+"""The outcomes of a run in job-id order, gathered once as columns for every output.
+
+`OutcomeColumns.of` sorts a run's outcomes by job id and reads, one pass per field, what the
+output files and tables all need — ids, submission, wall and run times, PEs, the hosts asked
+for and the hosts held, start and end ticks (with masks where a job has none) — as int64
+arrays, and the statuses; each job's host list as text (`IndexSet.interval_text`) is made on
+first use and kept. ``jobs.csv``, ``batsim_jobs.csv``, ``schedule.swf`` and the ``jobs``
+table of ``results.h5`` each take it (or make it from the outcomes when the caller has none),
+so the files of one run gather each column once; the rarer fields (RCA, resizes, power,
+values) they still read from the outcomes. Ticks fit int64 (`cosim.core.clock.MAX_TICKS`);
+a PE-time may not, and stays with the writers.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+
+import numpy as np
+
+from cosim.core.indexset import IndexSet
+from cosim.workload.jobs import Job, JobOutcome
+
+__all__ = ["OutcomeColumns"]
+
+
+def _ints(items: Sequence[object], name: str) -> np.ndarray:
+    return np.fromiter(map(attrgetter(name), items), dtype=np.int64, count=len(items))
+
+
+def _ticks(values: list[int | None]) -> tuple[np.ndarray, np.ndarray]:
+    """``(ticks, present)``: 0 where a value is None."""
+    n = len(values)
+    present = np.fromiter((v is not None for v in values), dtype=bool, count=n)
+    ticks = np.fromiter((0 if v is None else v for v in values), dtype=np.int64, count=n)
+    return ticks, present
+
+
+@dataclass(frozen=True, eq=False)
+class OutcomeColumns:
+    """Outcomes by job id as columns (module docstring). `hosts`: the hosts a job held PEs
+    on (``len(JobOutcome.hosts)``, 0 when it never ran); `job_hosts`: those it asked for
+    (`Job.hosts`); `start` and `end` hold 0 where `has_start` and `has_end` are False."""
+
+    outcomes: tuple[JobOutcome, ...]
+    jobs: tuple[Job, ...]
+    id: np.ndarray
+    submit: np.ndarray
+    walltime: np.ndarray
+    runtime: np.ndarray
+    pes: np.ndarray
+    job_hosts: np.ndarray
+    hosts: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    has_start: np.ndarray
+    has_end: np.ndarray
+    status: tuple[str, ...]
+
+    @classmethod
+    def of(cls, outcomes: Sequence[JobOutcome]) -> OutcomeColumns:
+        """The columns of `outcomes` (any order; ids unique), sorted by job id."""
+        ordered = tuple(sorted(outcomes, key=lambda o: o.job.id))
+        jobs = tuple(o.job for o in ordered)
+        start, has_start = _ticks([o.start for o in ordered])
+        end, has_end = _ticks([o.end for o in ordered])
+        return cls(outcomes=ordered, jobs=jobs, id=_ints(jobs, "id"),
+                   submit=_ints(jobs, "submit"), walltime=_ints(jobs, "walltime"),
+                   runtime=_ints(jobs, "runtime"), pes=_ints(jobs, "pes"),
+                   job_hosts=_ints(jobs, "hosts"),
+                   hosts=np.fromiter((len(o.hosts) for o in ordered), dtype=np.int64,
+                                     count=len(ordered)),
+                   start=start, end=end, has_start=has_start, has_end=has_end,
+                   status=tuple(o.status for o in ordered))
+
+    def __len__(self) -> int:
+        return len(self.outcomes)
+
+    @functools.cached_property
+    def host_text(self) -> list[str]:
+        """Each job's hosts as ranges, ``0-7 16-23`` (empty for none)."""
+        return [IndexSet.of(o.hosts).interval_text() for o in self.outcomes]

@@ -1,0 +1,116 @@
+"""`OutcomeColumns`: a run's outcomes gathered once, by job id, for every output file.
+
+The columns must be what each outcome says (ids sorted, masks where a job has no start or
+end, the hosts held and asked for, each host list as ranges); the writers that read them
+give the text they give without them; and ``schedule.swf`` still names, in its own
+``(submit, id)`` order, the first outcome with an unknown status or inconsistent times.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cosim.core.indexset import IndexSet
+from cosim.output.columns import OutcomeColumns
+from cosim.output.runfiles import _rows, host_ranges
+from cosim.output.tables import _jobs_table
+from cosim.workload.batsim import _batsim_text
+from cosim.workload.jobs import Job, JobOutcome
+from cosim.workload.swf_write import write_swf
+
+S = 1_000_000_000
+
+
+@st.composite
+def outcomes(draw):
+    n = draw(st.integers(0, 25))
+    ids = draw(st.lists(st.integers(0, 500), min_size=n, max_size=n, unique=True))
+    out = []
+    for i in ids:
+        submit = draw(st.integers(0, 50)) * S
+        hosts = draw(st.integers(1, 6))
+        job = Job(id=i, submit=submit, hosts=hosts, pes=hosts * draw(st.integers(1, 2)),
+                  walltime=draw(st.integers(0, 40)) * S, runtime=draw(st.integers(0, 40)) * S)
+        status = draw(st.sampled_from(["completed", "killed", "rejected", "dropped"]))
+        if status == "rejected":
+            out.append(JobOutcome(job=job, start=None, end=None, hosts=(), status=status))
+            continue
+        if status == "dropped":
+            out.append(JobOutcome(job=job, start=None, end=submit + draw(st.integers(0, 9)),
+                                  hosts=(), status=status))
+            continue
+        start = submit + draw(st.integers(0, 30)) * S
+        held = sorted(draw(st.sets(st.integers(0, 40), min_size=1, max_size=hosts)))
+        out.append(JobOutcome(job=job, start=start, end=start + draw(st.integers(0, 30)) * S,
+                              hosts=draw(st.sampled_from([tuple(held), IndexSet.of(held)])),
+                              status=status))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(outcomes())
+def test_the_columns_are_what_each_outcome_says(outs):
+    cols = OutcomeColumns.of(outs)
+    ordered = sorted(outs, key=lambda o: o.job.id)
+    assert list(cols.outcomes) == ordered and list(cols.jobs) == [o.job for o in ordered]
+    assert len(cols) == len(outs)
+    for name in ("id", "submit", "walltime", "runtime", "pes"):
+        assert getattr(cols, name).tolist() == [getattr(o.job, name) for o in ordered], name
+    assert cols.job_hosts.tolist() == [o.job.hosts for o in ordered]
+    assert cols.hosts.tolist() == [len(o.hosts) for o in ordered]
+    for name in ("start", "end"):
+        values = [getattr(o, name) for o in ordered]
+        assert getattr(cols, f"has_{name}").tolist() == [v is not None for v in values]
+        assert getattr(cols, name).tolist() == [v or 0 for v in values]
+    assert cols.status == tuple(o.status for o in ordered)
+    assert cols.host_text == [host_ranges(o.hosts) for o in ordered]
+    for a in (cols.id, cols.start, cols.hosts):
+        assert a.dtype == np.int64
+
+
+@settings(max_examples=100, deadline=None)
+@given(outcomes())
+def test_the_writers_read_the_same_columns_from_any_order(outs):
+    """The columns are made from the outcomes as given, in any order: the files are the
+    same (the file writers sort by id, or by (submit, id) for SWF)."""
+    cols, back = OutcomeColumns.of(outs), OutcomeColumns.of(outs[::-1])
+    assert "".join(_rows(cols)) == "".join(_rows(back))
+    assert _batsim_text(cols, "w") == _batsim_text(back, "w")
+    assert _jobs_table(cols, "SS", {}).tobytes() == _jobs_table(back, "SS", {}).tobytes()
+
+
+def _job(i, submit):
+    return Job(id=i, submit=submit * S, hosts=1, pes=1, walltime=S, runtime=S)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (JobOutcome(job=_job(3, 0), start=None, end=None, hosts=(0,), status="lost"),
+     "job 3: unknown outcome status 'lost'"),
+    (JobOutcome(job=_job(3, 0), start=None, end=S, hosts=(0,), status="completed"),
+     f"job 3: inconsistent times submit=0 start=None end={S}"),
+    (JobOutcome(job=_job(3, 5), start=4 * S, end=6 * S, hosts=(0,), status="killed"),
+     f"job 3: inconsistent times submit={5 * S} start={4 * S} end={6 * S}"),
+    (JobOutcome(job=_job(3, 0), start=2 * S, end=S, hosts=(0,), status="completed"),
+     f"job 3: inconsistent times submit=0 start={2 * S} end={S}"),
+])
+def test_the_schedule_names_the_first_bad_outcome_in_its_order(tmp_path, bad, message):
+    good = [JobOutcome(job=_job(i, 1), start=S, end=2 * S, hosts=(0,), status="completed")
+            for i in (1, 2)]
+    # a later arrival with a bad status (job 9, submitted at 7) is not the one named
+    later = JobOutcome(job=_job(9, 7), start=None, end=None, hosts=(), status="unknown")
+    with pytest.raises(ValueError) as exc:
+        write_swf(tmp_path / "s.swf", [later, good[0], bad, good[1]])
+    assert str(exc.value) == message
+    assert not (tmp_path / "s.swf").exists()
+    # rejected and dropped jobs have no times to check
+    fine = [JobOutcome(job=_job(4, 0), start=None, end=None, hosts=(), status="rejected"),
+            JobOutcome(job=_job(5, 0), start=None, end=3 * S, hosts=(), status="dropped")]
+    write_swf(tmp_path / "ok.swf", good + fine)
+    rows = [line.split() for line in (tmp_path / "ok.swf").read_text().splitlines()
+            if not line.startswith(";")]
+    assert [(r[0], r[2], r[3], r[4], r[10]) for r in rows] == [
+        ("4", "-1", "-1", "-1", "5"), ("5", "-1", "-1", "-1", "5"),
+        ("1", "0", "1", "1", "1"), ("2", "0", "1", "1", "1")]
