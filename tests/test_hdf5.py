@@ -10,6 +10,7 @@ import pickle
 import re
 import subprocess
 import sys
+import zlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -212,6 +213,35 @@ def test_provenance(tmp_path, runs):
     assert {"cosim", "python", "numpy", "h5py", "hdf5"} <= set(prov)
     with h5py.File(path) as f:  # the run itself holds no date
         assert "date" not in f["runs/rca-yield/config"].attrs
+
+
+@pytest.mark.parametrize("cpus", [1, 3])
+def test_tables_compressed_here_read_back_through_hdf5s_filters(tmp_path, runs, mall,
+                                                               monkeypatch, cpus):
+    """Chunks of a few rows (many per table, the last one short) compressed by this process
+    — by one thread or several — are stored as HDF5's shuffle + deflate pipeline says, so
+    HDF5 reads them back, and the same bytes come out whatever the threads."""
+    monkeypatch.setattr(hdf5, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
+    path = tmp_path / "results.h5"
+    write_results(path, [mall, *runs], chunks=True)
+    for a, b in zip([mall, *runs], read_results(path), strict=True):
+        assert_same(a, b, chunks=a.chunks is not None)
+    with h5py.File(path, "r+") as f:
+        d = f["runs/rca-yield/allocations"]
+        assert (d.compression, d.compression_opts, d.shuffle, d.chunks) == ("gzip", 1, True,
+                                                                            (7,))
+        assert d.id.get_num_chunks() == -(-len(d) // 7) > 2 and len(d) % 7
+        # each chunk as HDF5's own filters make it (the short last one padded as HDF5 pads)
+        theirs = f.create_dataset("theirs", data=d[()], chunks=(7,), maxshape=(None,),
+                                  compression="gzip", compression_opts=1, shuffle=True)
+        for k in range(0, len(d), 7):
+            assert zlib.decompress(d.id.read_direct_chunk((k,))[1]) == \
+                zlib.decompress(theirs.id.read_direct_chunk((k,))[1])
+    write_results(tmp_path / "again.h5", [mall, *runs], chunks=True)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    write_results(tmp_path / "serial.h5", [mall, *runs], chunks=True)
+    assert (tmp_path / "again.h5").read_bytes() == (tmp_path / "serial.h5").read_bytes()
 
 
 # -- reproducibility and atomicity -----------------------------------------------------------
