@@ -13,7 +13,6 @@ communicator while ranks 1..K-1 `serve_als` it.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import time
 import typing
@@ -153,6 +152,7 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     from cosim.bls.scheduler import check_machine
     from cosim.platform import load_platform
     from cosim.workload.batsim import is_batsim, read_batsim
+    from cosim.workload.reads import WORKLOADS
     from cosim.workload.swf import read_swf
 
     for name, field_name, value in (("the quantum", "quantum", opt.quantum_s),
@@ -195,13 +195,15 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     if opt.exclusion_ok not in EXCLUSION_HINTS:
         raise InputError(f"unknown exclusion hint {opt.exclusion_ok!r} (known: "
                          f"{', '.join(EXCLUSION_HINTS)})", field="exclusion-ok")
+    # read once per process and file (`cosim.workload.reads`: a sweep's runs share it)
     if is_batsim(opt.workload):
-        workload = read_batsim(opt.workload, cores_per_host=cores_per_host, max_hosts=n_hosts,
-                               warn=warn)
+        workload = WORKLOADS.read(read_batsim, opt.workload, warn,
+                                  cores_per_host=cores_per_host, max_hosts=n_hosts)
     else:
-        workload = read_swf(opt.workload, cores_per_host=cores_per_host, max_hosts=n_hosts,
-                            procs_field=opt.procs_field, lenient=opt.lenient,
-                            skip_zero_runtime=opt.skip_zero_runtime, warn=warn)
+        workload = WORKLOADS.read(read_swf, opt.workload, warn, cores_per_host=cores_per_host,
+                                  max_hosts=n_hosts, procs_field=opt.procs_field,
+                                  lenient=opt.lenient,
+                                  skip_zero_runtime=opt.skip_zero_runtime)
     if not workload.jobs:
         raise InputError("no job to simulate", file=opt.workload)
     if opt.values is not None:  # per-job values: they win over the trace's CosimApp ones
@@ -561,6 +563,8 @@ def config_tag(opt: RunOptions) -> str:
                and getattr(opt, f.name) != getattr(defaults, f.name)}
     if not changed:
         return ""
+    import hashlib  # (here: a run with the default options or its own --out needs none)
+
     text = json.dumps({k: dict(v) if isinstance(v, Mapping) else v
                        for k, v in sorted(changed.items())}, sort_keys=True)
     return "-" + hashlib.sha256(text.encode()).hexdigest()[:8]

@@ -987,6 +987,40 @@ def _sweep(repeat):
             ("cosim plot --x priority --y mean_wait_s --hue batch", figure, "s", None)]
 
 
+@bench("sweep: 8 runs of KTH-SP2 (batch x priority x 2 seeds), one process: the workload read once "
+       "per process (cosim.workload.reads) vs once per use (the spec check and each run)")
+def _sweep_reads(repeat):
+    import contextlib
+    import io
+
+    from cosim.cli import main
+    from cosim.paths import TRACES_DIR
+    from cosim.workload.reads import WORKLOADS
+
+    walls = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "spec.toml"
+        spec.write_text('seeds = [0, 1]\n'
+                        f'[base]\nworkload = "{TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz"}"\n'
+                        '[grid]\nbatch = ["fcfs", "easy"]\npriority = ["fcfs", "sjf"]\n')
+        keep = WORKLOADS.keep
+        try:
+            for label, k in (("every use", 0), ("once", keep)):
+                WORKLOADS.keep = k
+                WORKLOADS.clear()
+
+                def once(k=k, label=label):
+                    out = Path(tmp) / f"{label}-{time.perf_counter_ns()}"
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+                walls[label], _ = best(repeat, once)
+        finally:
+            WORKLOADS.keep = keep
+    return [("read at every use: whole sweep", walls["every use"], "s", None),
+            ("read once per process: whole sweep", walls["once"], "s", None),
+            ("read once / every use (wall)", walls["once"] / walls["every use"], "x", None)]
+
+
 @bench("sweep: 8 co-simulated runs (ESP-Mandelbrot, 16 hosts, SS/AF x RCA off/yield x 2 "
        "seeds): serial, 2 worker ranks, one group of 2 ranks per run")
 def _sweep_groups(repeat):
