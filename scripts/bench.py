@@ -854,7 +854,7 @@ def _plots_long(repeat):
 
 @bench("output: the run files and summary metrics of KTH-SP2 under EASY (28,475 jobs): "
        "jobs.csv, batsim_jobs.csv, schedule.swf (compiled row formatter, and the Python rows), "
-       "the metrics of summary.json")
+       "results.h5, the metrics of summary.json")
 def _run_files(repeat):
     from cosim.bls import BatchConfig
     from cosim.output import metrics, textrows
@@ -883,6 +883,49 @@ def _run_files(repeat):
                     textrows._text = kernel
                 rows.append((f"{name}: the Python rows / the compiled ones", python / wall,
                              "x", None))
+        # as `write_outputs` does: the outcomes' columns gathered once for the three files
+        # and the jobs table of results.h5, against each gathering its own
+        from cosim.output.columns import OutcomeColumns
+        from cosim.output.tables import _jobs_table
+
+        def four(shared):
+            cols = OutcomeColumns.of(outs) if shared else None
+            write_jobs_csv(Path(tmp) / "jobs.csv", outs, cols)
+            write_batsim_jobs(Path(tmp) / "b.csv", outs, workload="kth", columns=cols)
+            write_swf(Path(tmp) / "s.swf", outs, columns=cols)
+            _jobs_table(cols or OutcomeColumns.of(outs), "", {})
+
+        shared, _ = best(repeat, lambda: four(True))
+        apart, _ = best(repeat, lambda: four(False))
+        gather, _ = best(repeat, lambda: OutcomeColumns.of(outs))
+        rows += [("the three files + the jobs table, columns gathered once", shared, "s", None),
+                 ("the same, each gathering its own / gathered once", apart / shared, "x",
+                  None),
+                 ("gathering the columns (OutcomeColumns.of)", gather, "s", None)]
+        # results.h5: its chunks compressed by a thread per usable processor, and by one
+        import os
+
+        from cosim.output.hdf5 import write_results
+        from cosim.output.tables import build_tables
+        from cosim.platform import load_platform
+
+        tables = build_tables(outs, run_id="kth", config={}, metrics={}, stats={},
+                              platform=load_platform("ib256"), n_hosts=100,
+                              allocations=res.allocations)
+        threaded, _ = best(repeat, lambda: write_results(Path(tmp) / "r.h5", [tables]))
+        usable = getattr(os, "sched_getaffinity", None)
+        os.sched_getaffinity = lambda pid: {0}
+        try:
+            single, _ = best(repeat, lambda: write_results(Path(tmp) / "r.h5", [tables]))
+        finally:
+            if usable is None:
+                del os.sched_getaffinity
+            else:
+                os.sched_getaffinity = usable
+        cpus = len(usable(0)) if usable else os.cpu_count()
+        rows += [(f"results.h5 ({cpus} compressing threads)", threaded, "s", None),
+                 ("results.h5: one thread / a thread per processor", single / threaded, "x",
+                  None)]
     wall, _ = best(repeat, lambda: metrics.summary(outs, 100, cores_per_host=1,
                                                    allocations=res.allocations))
     rows.append(("summary metrics (loss of capacity, unfair jobs, utilizations, ...)", wall,
