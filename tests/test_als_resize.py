@@ -58,10 +58,8 @@ def _cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def uniform(tmp_path_factory):
-    path = tmp_path_factory.mktemp("costs") / "uniform.txt"
-    path.write_text("\n".join(["1e7"] * N) + "\n")
-    return (("file", str(path)),)
+def uniform(uniform_profile):
+    return (("file", uniform_profile),)  # N iterations (tests/conftest.py)
 
 
 def simulator(technique):

@@ -22,7 +22,7 @@ from cosim.platform import load_platform
 from cosim.protocol.messages import StartApp
 
 PLATFORM = load_platform("tiny8x2")  # 8 hosts x 2 cores, 1 GF
-N = 400
+N = 400  # iterations of the uniform profile
 
 
 @pytest.fixture(autouse=True)
@@ -31,10 +31,8 @@ def _cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def uniform(tmp_path_factory):
-    path = tmp_path_factory.mktemp("costs") / "uniform.txt"
-    path.write_text("\n".join(["1e7"] * N) + "\n")
-    return {"file": str(path)}
+def uniform(uniform_profile):
+    return {"file": uniform_profile}  # 400 iterations of 1e7 FLOP (tests/conftest.py)
 
 
 def simulator(upcoming=()):
