@@ -8,14 +8,18 @@ give the text they give without them; and ``schedule.swf`` still names, in its o
 
 from __future__ import annotations
 
+import csv
+import io
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cosim.core.clock import format_ticks
 from cosim.core.indexset import IndexSet
 from cosim.output.columns import OutcomeColumns
-from cosim.output.runfiles import _rows, host_ranges
+from cosim.output.runfiles import _rows, host_ranges, write_jobs_csv
 from cosim.output.tables import _jobs_table
 from cosim.workload.batsim import _batsim_text
 from cosim.workload.jobs import Job, JobOutcome
@@ -80,6 +84,64 @@ def test_the_writers_read_the_same_columns_from_any_order(outs):
     assert "".join(_rows(cols)) == "".join(_rows(back))
     assert _batsim_text(cols, "w") == _batsim_text(back, "w")
     assert _jobs_table(cols, "SS", {}).tobytes() == _jobs_table(back, "SS", {}).tobytes()
+
+
+@settings(max_examples=150, deadline=None)
+@given(outcomes())
+def test_the_rows_say_what_each_outcome_says(outs):
+    """jobs.csv and batsim_jobs.csv read back against each outcome, field by field (an
+    oracle apart from the columns): times in exact seconds, blanks and -1 where a job has
+    none, the hosts held (or asked for), the host list as ranges."""
+    def sec(t, blank=""):
+        return blank if t is None else format_ticks(t)
+
+    cols = OutcomeColumns.of(outs)
+    ordered = sorted(outs, key=lambda o: o.job.id)
+    rows = list(csv.reader(io.StringIO("".join(_rows(cols)))))[1:]
+    batsim = list(csv.reader(io.StringIO(_batsim_text(cols, "w"))))
+    assert len(rows) == len(batsim) == len(ordered)
+    for o, row, b in zip(ordered, rows, batsim, strict=True):
+        j = o.job
+        wait = None if o.start is None else o.start - j.submit
+        assert row[:13] == [str(j.id), sec(j.submit), sec(o.start), sec(o.end),
+                            str(len(o.hosts) or j.hosts), str(j.pes), o.status, sec(wait),
+                            sec(j.walltime), sec(j.runtime), j.category, j.app,
+                            host_ranges(o.hosts)]
+        done = o.status != "rejected" and o.start is not None and o.end is not None
+        run = o.end - o.start if done else None
+        turn = o.end - j.submit if done else None
+        assert b[:6] == [str(j.id), "w", j.category or j.app, sec(j.submit), str(j.hosts),
+                         sec(j.walltime)]
+        assert b[6] == ("1" if done and o.status == "completed" else "0")
+        assert b[8:13] == [sec(o.start if done else None, "-1"), sec(run, "-1"),
+                           sec(o.end if done else None, "-1"), sec(wait if done else None, "-1"),
+                           sec(turn, "-1")]
+        assert b[14] == (host_ranges(o.hosts) if done else "")
+
+
+def test_values_beyond_64_bits_are_named(tmp_path):
+    """Ticks past 292 years (no reader makes them): one clear error, and no file."""
+    j = Job(id=2, submit=0, hosts=1, pes=1, walltime=2**63, runtime=1)
+    outs = [JobOutcome(job=j, start=None, end=None, hosts=(), status="rejected")]
+    with pytest.raises(ValueError, match=r"^job 2: walltime 9223372036854775808 does not fit"):
+        OutcomeColumns.of(outs)
+    with pytest.raises(ValueError, match="job 2: walltime"):
+        write_jobs_csv(tmp_path / "j.csv", outs)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_schedule_counts_cores_exactly(tmp_path):
+    """Hosts x cores in Python integers: a huge core count does not wrap."""
+    o = JobOutcome(job=Job(id=1, submit=0, hosts=4, pes=4, walltime=S, runtime=S), start=0,
+                   end=S, hosts=(0, 1, 2, 3), status="completed")
+    write_swf(tmp_path / "s.swf", [o], cores_per_host=2**62)
+    row = [line for line in (tmp_path / "s.swf").read_text().splitlines()
+           if not line.startswith(";")][0].split()
+    assert row[4] == str(2**64)
+    write_swf(tmp_path / "t.swf", [o], cores_per_host=[2**62, 1, 2**62, 3])
+    row = [line for line in (tmp_path / "t.swf").read_text().splitlines()
+           if not line.startswith(";")][0].split()
+    assert row[4] == str(2**63 + 4)
 
 
 def _job(i, submit):

@@ -109,3 +109,22 @@ def test_prepare_reads_a_workload_once_per_process(tmp_path):
     assert WORKLOADS.reads == before + 1
     assert runs[0].workload is runs[1].workload is runs[2].workload
     assert len([w for w in told if "needs 8 hosts" in w]) == 3  # each run hears it
+
+
+def test_a_file_rewritten_while_it_is_read_is_not_kept(tmp_path):
+    """Its digest was taken before another process rewrote it, and the reader parsed the new
+    bytes: kept, the old bytes would later give the new workload."""
+    path = trace(tmp_path / "t.swf", submit=1)
+
+    def rewritten(p, **kw):
+        trace(path, submit=2)  # another process rewrites it meanwhile
+        return read_swf(p, **kw)
+
+    # the same key as `read_swf` (a kept result would be found by the next read)
+    rewritten.__module__, rewritten.__qualname__ = read_swf.__module__, read_swf.__qualname__
+    cache = WorkloadCache()
+    told: list[str] = []
+    assert cache.read(rewritten, path, told.append, max_hosts=4).jobs[0].submit == 2 * 10**9
+    assert len(told) == 1  # its warnings are told all the same
+    trace(path, submit=1)  # the bytes the digest was taken of, again
+    assert cache.read(Counting(), path, max_hosts=4).jobs[0].submit == 10**9

@@ -85,35 +85,40 @@ def test_the_app_furthest_behind_runs_ahead_first(uniform):
 def test_with_nothing_to_run_ahead_the_coming_apps_costs_are_prepared(uniform):
     coming = [("profile", {**uniform, "total_flop": "1e9"}),
               ("profile", {**uniform, "total_flop": "1e9"}),  # the same: prepared once
+              ("profile", {**uniform, "total_flop": "2e9"}),
               ("profile", {**uniform, "total_flop": "-3"}),  # bad: left to its start
-              ("profile", {**uniform, "total_flop": "2e9"})]
+              ("profile", {**uniform, "total_flop": "4e9"})]  # (after it: nothing more)
     sim = simulator(coming)
+    assert not sim.speculate() and not sim._scaled  # no app loaded here yet: nothing to do
+    sim = simulator(coming)
+    sim.apply([start(1, {**uniform, "total_flop": "5e9"})])
+    first = sim.advance(0)
+    assert sim.speculate() and len(sim._scaled) == 1  # the started app runs ahead first
+    facts = first + drain(sim)
+    assert facts[-1].job_id == 1 and facts[-1].status == "completed"
     calls = 0
     while sim.speculate():
         calls += 1
-    assert calls == 3  # two sizes prepared, one bad parameter passed over
-    assert sorted(k[-1] for k in sim._scaled) == ["1e9", "2e9"]
+    assert calls == 2  # 1e9 and 2e9; the bad size stops it
+    assert sorted(k[-1] for k in sim._scaled) == ["1e9", "2e9", "5e9"]
     prepared = dict(sim._scaled)
-    sim.apply([start(7, {**uniform, "total_flop": "2e9"})])
+    sim.apply([start(7, {**uniform, "total_flop": "2e9"}, time=facts[-1].time)])
     assert sim._apps[7].run.costs is prepared[next(k for k in prepared if k[-1] == "2e9")]
     with pytest.raises(InputError, match="total_flop"):
-        sim.apply([start(8, {**uniform, "total_flop": "-3"})])
-    # and a started app is run ahead before any cost is prepared
-    sim = simulator(coming)
-    sim.apply([start(1, {**uniform, "total_flop": "1e9"})])
-    sim.advance(0)
-    assert sim.speculate() and len(sim._scaled) == 1
+        sim.apply([start(8, {**uniform, "total_flop": "-3"}, time=facts[-1].time)])
 
 
 def test_preparing_stops_at_the_cache_budget(uniform, monkeypatch):
     monkeypatch.setattr(manager, "SCALED_COSTS_BUDGET", 2 * N)
-    coming = [("profile", {**uniform, "total_flop": f"{k}e9"}) for k in range(1, 6)]
+    coming = [("profile", {**uniform, "total_flop": f"{k}e9"}) for k in range(2, 6)]
     sim = simulator(coming)
+    sim.apply([start(1, {**uniform, "total_flop": "1e9"})])
+    drain(sim)
     calls = 0
     while sim.speculate():
         calls += 1
-    # the first loads the base and scales; the second fits; a third would pass the budget
-    assert calls == 2 and len(sim._scaled) == 2 and sim._scaled_n == 2 * N
+    # the started app's size and one more fit; a third would pass the budget
+    assert calls == 1 and len(sim._scaled) == 2 and sim._scaled_n == 2 * N
     assert not sim.speculate()  # and it does not try again
 
 

@@ -465,10 +465,11 @@ class AppSimulator:
         same, rounds more.
     upcoming:
         The ``(app, params)`` of the workload's app jobs in submission order (a job's
-        `Job.app_params`): when `speculate` has no app to run ahead, it prepares their cost
-        arrays, one a call, so that starting them later costs a lookup (under MPI a rank
-        waits for rank 0 meanwhile). What it cannot prepare (a bad parameter) is left to
-        the start, which reports it.
+        `Job.app_params`): when `speculate` has no app to run ahead, it scales the cost
+        arrays of their sizes, one a call, for the apps this simulator has loaded already,
+        so that starting them later costs a lookup (under MPI a rank waits for rank 0
+        meanwhile). What it cannot prepare (a bad parameter) is left to the start, which
+        reports it; it then prepares nothing more.
     """
 
     def __init__(self, *, platform: Platform, config: AlsConfig,
@@ -765,16 +766,19 @@ class AppSimulator:
             params = {**self.config.app_overrides, **params}
             key = (app, tuple(sorted((k, v) for k, v in params.items() if k != "total_flop")),
                    params.get("total_flop"))
-            if key[2] is None and key[:2] in self._base or key in self._scaled:
-                continue
             base = self._base.get(key[:2])
-            if base is not None and self._scaled_n + base.n > SCALED_COSTS_BUDGET:
+            # only sizes of an app this rank has loaded: a new app's array (a Mandelbrot
+            # image, PSIA costs) may take seconds, and may be another rank's to load
+            if base is None or key[2] is None or key in self._scaled:
+                continue
+            if self._scaled_n + base.n > SCALED_COSTS_BUDGET:
                 self._upcoming = iter(())  # the cache is full: starts make their own
                 return False
             try:
                 self._costs(app, params)
-            except InputError:  # reported by the start of that job, if it comes
-                pass
+            except Exception:  # noqa: BLE001 - the start of that job, if it comes, says why
+                self._upcoming = iter(())
+                return False
             return True
         return False
 

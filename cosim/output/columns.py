@@ -38,6 +38,20 @@ def _ticks(values: list[int | None]) -> tuple[np.ndarray, np.ndarray]:
     return ticks, present
 
 
+def _beyond(outcomes: Sequence[JobOutcome]) -> str:
+    """What `OutcomeColumns.of` says of outcomes whose values leave int64."""
+    top = 2**63 - 1
+    for o in sorted(outcomes, key=lambda o: o.job.id):
+        j = o.job
+        for name, v in (("id", j.id), ("submit", j.submit), ("walltime", j.walltime),
+                        ("runtime", j.runtime), ("pes", j.pes), ("hosts", j.hosts),
+                        ("start", o.start), ("end", o.end)):
+            if v is not None and not -top - 1 <= v <= top:
+                return (f"job {j.id}: {name} {v} does not fit a 64-bit integer (times are "
+                        f"ticks of 1 ns: at most {top} ns, 292 years)")
+    return "a value does not fit a 64-bit integer"  # pragma: no cover - found above
+
+
 @dataclass(frozen=True, eq=False)
 class OutcomeColumns:
     """Outcomes by job id as columns (module docstring). `hosts`: the hosts a job held PEs
@@ -61,7 +75,16 @@ class OutcomeColumns:
 
     @classmethod
     def of(cls, outcomes: Sequence[JobOutcome]) -> OutcomeColumns:
-        """The columns of `outcomes` (any order; ids unique), sorted by job id."""
+        """The columns of `outcomes` (any order; ids unique), sorted by job id. ValueError
+        naming the first job with a time or count beyond int64 (ticks past 292 years: no
+        trace cosim reads has them)."""
+        try:
+            return cls._of(outcomes)
+        except OverflowError:
+            raise ValueError(_beyond(outcomes)) from None
+
+    @classmethod
+    def _of(cls, outcomes: Sequence[JobOutcome]) -> OutcomeColumns:
         ordered = tuple(sorted(outcomes, key=lambda o: o.job.id))
         jobs = tuple(o.job for o in ordered)
         start, has_start = _ticks([o.start for o in ordered])

@@ -9,8 +9,9 @@ everything else is a function of the runs alone: no dataset records a time stamp
 writes of the same runs give the same bytes. The file is built in memory (HDF5 core driver)
 and written with `atomic_open`, so it appears complete or not at all; `append_run` adds one
 run the same way, from an in-memory copy of the existing file. The tables' chunks are
-compressed here, a thread per usable processor, into exactly what HDF5's shuffle and deflate
-filters would store (`_compressed_chunks`), and written as they are. `read_results` and
+compressed here, a thread per usable processor, into what HDF5's shuffle and deflate filters
+store (`_compressed_chunks`: the same bytes where Python's zlib is the one HDF5 uses, and
+read back the same by any HDF5 anyway), and written as they are. `read_results` and
 `read_provenance` give it back exactly — schema versions 1 to 3 too, converted to today's
 tables (`docs/results.md`) — and turn every problem of a file (missing, not HDF5, a newer
 schema version, a missing dataset) into an `InputError` naming it. Attribute values: bool,

@@ -510,7 +510,10 @@ def _fair_starts_arrays(outcomes: Sequence[JobOutcome], n_hosts: int
         return None
     run = end - start
     # every start and end is at most the last submission plus every run time before it
-    if int(submit.max()) + sum(run.tolist()) >= 2**63:
+    if int(submit.max()) + sum(r for r in run.tolist() if r > 0) >= 2**63:
+        return None
+    done = np.sort(ids)
+    if (done[1:] == done[:-1]).any():  # an id twice (no reader makes one): the Python loop
         return None
     order = np.lexsort((ids, submit))
     try:

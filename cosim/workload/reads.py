@@ -7,8 +7,9 @@ same workload afterwards for the same file — the same path and the same bytes 
 digest of its content: about 1 GB/s, so a file rewritten in place, even within a clock tick
 and at the same size, is read again) — read with the same options, handing the warnings the
 read gave to each caller in the same order. A workload is immutable (frozen dataclasses, tuples of jobs), so runs can share it. What
-cannot be read is not kept (the next caller gets the same error); a path that is not a
-regular file (a FIFO, ``/dev/stdin``) is read every time. The cache keeps the `KEEP` most
+cannot be read is not kept (the next caller gets the same error), nor is a file whose bytes
+changed while it was read; a path that is not a regular file (a FIFO, ``/dev/stdin``) is
+read every time. The cache keeps the `KEEP` most
 recently used workloads; `WORKLOADS` is the process's (each worker process of a sweep has
 its own).
 """
@@ -51,6 +52,10 @@ class WorkloadCache:
             said: list[str] = []
             self.reads += 1
             kept = (reader(path, warn=said.append, **options), tuple(said))
+            if _digest(path) != digest:  # rewritten while it was read: not kept
+                for w in kept[1] if warn is not None else ():
+                    warn(w)
+                return kept[0]
         self._kept[key] = kept
         while len(self._kept) > self.keep:
             self._kept.popitem(last=False)

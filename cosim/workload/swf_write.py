@@ -370,16 +370,17 @@ def _schedule_rows(cols: OutcomeColumns, order: Sequence[int], exes: Sequence[in
         out = cols.outcomes[int(o[k])]
         raise ValueError(f"job {job.id}: inconsistent times submit={job.submit} "
                          f"start={out.start} end={out.end}")
+    # the cores held, in Python ints (a huge core count must not wrap)
     if isinstance(cores_per_host, int):
-        cores = cols.hosts[o] * cores_per_host
+        cores = [None if v else h * cores_per_host
+                 for h, v in zip(cols.hosts[o].tolist(), never.tolist(), strict=True)]
     else:
-        cores = np.fromiter((0 if v else _cores_held(cols.outcomes[i].hosts, cores_per_host)
-                             for i, v in zip(o.tolist(), never.tolist(), strict=True)),
-                            dtype=np.int64, count=n)
+        cores = [None if v else _cores_held(cols.outcomes[i].hosts, cores_per_host)
+                 for i, v in zip(o.tolist(), never.tolist(), strict=True)]
     columns = [
         textrows.int_array(cols.id[o]), textrows.tick_array(submit),
         textrows.tick_array(start - submit, never, "-1"),
-        textrows.tick_array(end - start, never, "-1"), textrows.int_array(cores, never, "-1"),
+        textrows.tick_array(end - start, never, "-1"), textrows.ints(cores, "-1"),
         ["-1"] * n, ["-1"] * n, textrows.int_array(cols.pes[o]),
         textrows.tick_array(cols.walltime[o]), _raw_texts(jobs, 9),
         textrows.int_array(np.fromiter(map(_STATUS.__getitem__, status), dtype=np.int64,
