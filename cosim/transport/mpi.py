@@ -9,8 +9,8 @@ grant, and keeps its promise. Between rounds an ALS rank does not block:
 it runs its apps ahead (`AppSimulator.speculate`, a bounded number of chunks at a time) and
 checks for rank 0's next message in between, so the ranks simulate their apps in parallel
 while the protocol stays exact (speculation only finds facts earlier; they are reported when a
-grant covers them; with nothing left to run ahead, it prepares the cost arrays of the apps to
-come). Rank 0 keeps its local endpoints — the trace apps (`TRACE`) and, with ``rank0_apps``,
+grant covers them; with nothing left to run ahead, it scales the cost arrays of the sizes to
+come of the apps it has loaded). Rank 0 keeps its local endpoints — the trace apps (`TRACE`) and, with ``rank0_apps``,
 an app simulator (destination 0) — and does its local work after sending and before
 receiving; while it waits for the answers it runs its own apps ahead the same way, a slice
 between two polls. Waiting sides with nothing to run ahead poll without spinning a core for
