@@ -212,3 +212,26 @@ def test_bad_arguments_are_input_errors(tmp_path, runs, call, message):
     with pytest.raises(InputError, match=message):
         call(tmp_path, runs)
     assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.one_of(st.lists(st.floats(-50, 150), min_size=1, max_size=40),
+                 st.lists(st.one_of(st.floats(-50, 150), st.just(float("nan"))), min_size=1,
+                          max_size=5)),
+       st.floats(0, 10), st.floats(0.01, 5))
+def test_fast_stairs_draw_and_bound_as_matplotlib_stairs(values, x0, step):
+    """`plots._stairs` is `Axes.stairs` with the data limits from the steps' box: the same
+    patch, the same limits, the same view (NaN steps, negative values, one step)."""
+    from matplotlib.figure import Figure
+
+    v = np.array(values)
+    edges = x0 + step * np.arange(len(v) + 1)
+    ours, theirs = Figure().subplots(), Figure().subplots()
+    a = plots._stairs(ours, v, edges, color="C0", label="x")
+    b = theirs.stairs(v, edges, baseline=0, color="C0", label="x")
+    assert np.array_equal(a.get_data().values, b.get_data().values, equal_nan=True)
+    assert np.array_equal(a.get_data().edges, b.get_data().edges)
+    assert np.allclose(ours.dataLim.get_points(), theirs.dataLim.get_points())
+    assert np.allclose(ours.get_xlim(), theirs.get_xlim())
+    assert np.allclose(ours.get_ylim(), theirs.get_ylim())
+    assert ours.get_legend_handles_labels()[1] == ["x"]
