@@ -62,7 +62,7 @@ ODD = st.sampled_from(["-0", "-01", "+5", "1e3", "-1.5", "9000000001", "99999999
 def swf_texts(draw):
     # None: a file the bulk reader should take; else the one thing that makes it odd
     odd = draw(st.sampled_from([None, None, "token", "duplicate", "17 fields", "status 6",
-                                "comment below"]))
+                                "comment below", "late"]))
     n = draw(st.integers(1, 12))
     header = draw(st.lists(st.sampled_from(["; Version: 2.2", "; MaxNodes: 64", ";",
                                             "; Note: a note", ";    continued", "",
@@ -85,6 +85,9 @@ def swf_texts(draw):
             fields[10] = "6"
         elif k == where and odd == "17 fields":
             fields = fields[:-1]
+        elif k == where and odd == "late":  # ends past the tick range's half (in int64 too)
+            fields[1], fields[3] = "8000000000", draw(st.sampled_from(["1", "8000000000"]))
+            fields[8] = draw(st.sampled_from(["-1", "8000000000"]))
         sep = draw(st.sampled_from([" ", "  ", "\t"]))
         lines.append(sep.join(fields) + draw(st.sampled_from(["", " ", "\t"])))
         if draw(st.integers(0, 10)) == 0:
@@ -97,13 +100,20 @@ def swf_texts(draw):
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=swf_texts(), gz=st.booleans(), lenient=st.booleans(),
-       max_hosts=st.sampled_from([None, 100_000]))
+       max_hosts=st.sampled_from([None, 100_000, 40]), cores=st.integers(1, 4),
+       procs_field=st.sampled_from(["requested", "allocated"]),
+       skip_zero_runtime=st.booleans())
 def test_the_bulk_reader_gives_what_the_line_reader_gives(tmp_path, monkeypatch, text, gz,
-                                                         lenient, max_hosts):
+                                                         lenient, max_hosts, cores, procs_field,
+                                                         skip_zero_runtime):
+    """The same jobs, rejections (and their warnings' line numbers), skips, counters and
+    errors, whether the rows are read at once (and decided on arrays) or line by line."""
     data = text.encode()
     path = tmp_path / ("t.swf.gz" if gz else "t.swf")
     path.write_bytes(gzip.compress(data) if gz else data)
-    bulk, line = both(path, monkeypatch, lenient=lenient, max_hosts=max_hosts)
+    bulk, line = both(path, monkeypatch, lenient=lenient, max_hosts=max_hosts,
+                      cores_per_host=cores, procs_field=procs_field,
+                      skip_zero_runtime=skip_zero_runtime)
     assert bulk == line
 
 
