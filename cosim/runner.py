@@ -208,21 +208,21 @@ def simulate(
     else:
         from cosim.als.manager import AppSimulator
 
-        def apps() -> AppSimulator:
+        def apps(bounds: bool) -> AppSimulator:
             # lower-bound promises pay where other ranks run apps meanwhile (AppSimulator)
             return AppSimulator(platform=platform, config=als, cache_dir=cache_dir,
-                                bounds=comm is not None and comm.size > 1,
-                                upcoming=upcoming_apps(order))
+                                bounds=bounds, upcoming=upcoming_apps(order))
 
         if comm is None or comm.size == 1:
-            group = LocalAls({TRACE: trace, 0: apps()}, LeastWork([0], platform))
+            group = LocalAls({TRACE: trace, 0: apps(False)}, LeastWork([0], platform))
         else:
             from cosim.transport.mpi import MpiAls
 
             ranks = comm.size
-            local = {TRACE: trace, **({0: apps()} if rank0_apps else {})}
-            group = MpiAls(comm, local=local, placement=LeastWork(
-                app_ranks(comm.size, rank0_apps, als.technique), platform))
+            where = app_ranks(comm.size, rank0_apps, als.technique)
+            # apps on rank 0 alone (coarse-grained loops): exact promises, as in one process
+            local = {TRACE: trace, **({0: apps(where != [0])} if rank0_apps else {})}
+            group = MpiAls(comm, local=local, placement=LeastWork(where, platform))
     rounds, facts_seen, wall_bls, totals = run_rounds(order, sched, group, quantum, progress)
     outcomes = tuple(sched.outcomes[j.id] for j in sorted(order, key=lambda j: j.id))
     stats = RunStats(rounds=rounds, passes=sched.passes,
