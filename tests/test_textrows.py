@@ -79,3 +79,16 @@ def test_the_compiled_formatter_checks_what_it_is_given():
         textrows._text.rows([(1, np.zeros(0, np.int64), None, "")], 2**61, ",")
     with pytest.raises(TypeError, match="a list of str or a tuple"):
         textrows._text.rows([np.zeros(2, np.int64)], 2, ",")
+
+
+def test_distinct_makes_each_value_once_and_every_nan():
+    calls = []
+
+    def text(v):
+        calls.append(v)
+        return f"<{v}>"
+
+    nan = float("nan")
+    assert textrows.distinct([1.0, nan, 1.0, float("nan"), -1], text) == [
+        "<1.0>", "<nan>", "<1.0>", "<nan>", "<-1>"]
+    assert calls.count(1.0) == 1

@@ -520,9 +520,15 @@ class AppSimulator:
             else:
                 raise ProtocolError(f"the ALS cannot handle {type(cmd).__name__}")
 
+    @staticmethod
+    def _cost_key(app: str, params: Mapping[str, str]) -> tuple[tuple[Any, ...], str | None]:
+        """``((app, parameters but total_flop), total_flop)``: how costs are cached."""
+        return ((app, tuple(sorted((k, v) for k, v in params.items() if k != "total_flop"))),
+                params.get("total_flop"))
+
     def _costs(self, app: str, params: dict[str, str]) -> TaskCosts:
-        total = params.pop("total_flop", None)
-        key = (app, tuple(sorted(params.items())))
+        key, total = self._cost_key(app, params)
+        params.pop("total_flop", None)
         base = self._base.get(key)
         if base is None:
             base = load_app(app, overrides=params, cache_dir=self._cache_dir)
@@ -764,12 +770,11 @@ class AppSimulator:
         they fit `SCALED_COSTS_BUDGET` beside those cached; False when none is left."""
         for app, params in self._upcoming:
             params = {**self.config.app_overrides, **params}
-            key = (app, tuple(sorted((k, v) for k, v in params.items() if k != "total_flop")),
-                   params.get("total_flop"))
-            base = self._base.get(key[:2])
+            key, total = self._cost_key(app, params)
+            base = self._base.get(key)
             # only sizes of an app this rank has loaded: a new app's array (a Mandelbrot
             # image, PSIA costs) may take seconds, and may be another rank's to load
-            if base is None or key[2] is None or key in self._scaled:
+            if base is None or total is None or (*key, total) in self._scaled:
                 continue
             if self._scaled_n + base.n > SCALED_COSTS_BUDGET:
                 self._upcoming = iter(())  # the cache is full: starts make their own

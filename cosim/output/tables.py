@@ -28,6 +28,7 @@ import numpy as np
 from cosim.bls.alloclog import ALLOC_DTYPE, BORROWED, OWN, ROLES, YIELDED
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.core.indexset import IndexSet
+from cosim.output import textrows
 from cosim.output.columns import OutcomeColumns
 from cosim.platform.allocation import job_pe_indices, spread_pes, spread_runs
 from cosim.workload.jobs import JobOutcome
@@ -169,9 +170,8 @@ def _column(items: Sequence[Any], get: Any, dtype: Any) -> np.ndarray:
 def _strings(values: Any, width: int) -> np.ndarray:
     # cut to the field's width in bytes (numpy would raise on longer values); a column holds
     # few distinct texts (statuses, kinds, apps, categories): each encoded once
-    values = list(values)
-    encoded = {v: v.encode()[:width] for v in set(values)}
-    return np.array(list(map(encoded.__getitem__, values)), dtype=f"S{width}")
+    return np.array(textrows.distinct(list(values), lambda v: v.encode()[:width]),
+                    dtype=f"S{width}")
 
 
 def _jobs_table(cols: OutcomeColumns, technique: str,

@@ -82,9 +82,10 @@ def int_array(values: np.ndarray, blank: np.ndarray | None = None,
     return _array(_INTS, values, blank, blank_text)
 
 
-def distinct(values: Sequence[Any], text: Any) -> list[str]:
+def distinct(values: Sequence[Any], text: Any) -> list[Any]:
     """``[text(v) for v in values]``, `text` called once per distinct value (a column of
-    statuses, kinds or categories holds a handful)."""
+    statuses, kinds, categories or memory sizes holds a handful; a NaN is found by identity,
+    each NaN object made once)."""
     made = {v: text(v) for v in set(values)}
     return list(map(made.__getitem__, values))
 

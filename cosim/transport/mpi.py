@@ -160,14 +160,14 @@ class MpiAls:
                     promises.append(ep.promise())
         except Exception as exc:  # noqa: BLE001 - re-raised after the gather
             local_error = exc
-        if asked:  # (most rounds of a run whose apps stay on rank 0 ask no other rank)
-            replies = self._receive_all(asked, None if local_error else self._run_ahead)
+        # (most rounds of a run whose apps stay on rank 0 ask no other rank: nothing to gather)
+        replies = (self._receive_all(asked, None if local_error else self._run_ahead)
+                   if asked else [])
         if local_error is None:
             local_error = self._ahead_error
         if local_error is not None:
             raise local_error
-        if asked:
-            self._note_gone(replies)
+        self._note_gone(replies)
         for rank in asked:
             reply = replies[rank]
             if reply.error is not None:

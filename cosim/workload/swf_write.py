@@ -341,20 +341,19 @@ def _cores_held(hosts: Any, before: Sequence[int]) -> int:
     return sum(before[f + n] - before[f] for f, n in runs)
 
 
-def _schedule_rows(cols: OutcomeColumns, order: Sequence[int], exes: Sequence[int | None],
-                   cores_per_host: int | Sequence[int]) -> str:
+def _schedule_rows(cols: OutcomeColumns, order: Sequence[int], jobs: Sequence[Job],
+                   exes: Sequence[int | None], cores_per_host: int | Sequence[int]) -> str:
     """The lines of a schedule (rules in the module docstring), a column at a time
     (`cosim.output.textrows`), of the outcomes of `cols` (`OutcomeColumns`) in `order`
-    (their positions there); `cores_per_host` one count, or the prefix sums of the hosts'
-    counts (`_cores_held`). ValueError for an unknown status or inconsistent times, at the
-    first such outcome in `order`."""
+    (their positions there; `jobs` their jobs in that order); `cores_per_host` one count, or
+    the prefix sums of the hosts' counts (`_cores_held`). ValueError for an unknown status or
+    inconsistent times, at the first such outcome in `order`."""
     import numpy as np
 
     from cosim.output import textrows
 
     o = np.asarray(order, dtype=np.int64)
-    status = [cols.status[i] for i in o.tolist()]
-    jobs = [cols.jobs[i] for i in o.tolist()]
+    status = [cols.status[i] for i in order]
     submit, start, end = cols.submit[o], cols.start[o], cols.end[o]
     n = len(jobs)
     known = np.fromiter((s in _STATUS for s in status), dtype=bool, count=n)
@@ -396,12 +395,10 @@ def _schedule_rows(cols: OutcomeColumns, order: Sequence[int], exes: Sequence[in
 
 def _raw_texts(jobs: Sequence[Job], i: int) -> list[str]:
     """`format_value` of each job's raw field `i` (-1 without one), each distinct value
-    formatted once (a column holds few: -1, a handful of memory sizes)."""
-    texts: dict[float, str] = {}
-    values = [-1 if j.swf is None else j.swf[i] for j in jobs]
-    for v in set(values):
-        texts[v] = format_value(v)
-    return [texts.get(v) or format_value(v) for v in values]  # (a NaN is not found)
+    formatted once (`textrows.distinct`)."""
+    from cosim.output import textrows
+
+    return textrows.distinct([-1 if j.swf is None else j.swf[i] for j in jobs], format_value)
 
 
 def _write_atomic(path: str | os.PathLike[str], text: str) -> None:
@@ -492,8 +489,9 @@ def write_swf(path: str | os.PathLike[str], outcomes: Iterable[JobOutcome], *,
         counts = [int(c) for c in cores_per_host]
         cores_per_host = (counts[0] if counts and len(set(counts)) == 1 else
                           [0, *itertools.accumulate(counts)])
-    exes, apps = _app_table([cols.jobs[i] for i in order], prefer_fracs)
+    jobs = [cols.jobs[i] for i in order]
+    exes, apps = _app_table(jobs, prefer_fracs)
     buf = io.StringIO()
     buf.write(_header_text(_build_header(header, len(order), apps, schedule=True)))
-    buf.write(_schedule_rows(cols, order, exes, cores_per_host))
+    buf.write(_schedule_rows(cols, order, jobs, exes, cores_per_host))
     _write_atomic(path, buf.getvalue())
