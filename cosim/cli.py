@@ -839,7 +839,7 @@ def _print_run(s: dict) -> None:
               f"({s.get('yields', 0):,} hosts yielded, {s.get('lends', 0):,} lent)")
     if s.get("rca") == "full":
         print(f"  {'exclusions':<22} {_exclusions(s)} hosts excluded (requests), "
-              f"{s['stats'].get('rollbacks', 0):,} rollbacks")
+              f"{s.get('execution', {}).get('rollbacks', 0):,} rollbacks")
     if s.get("malleable", "none") != "none" or s.get("shrinks") or s.get("expands"):
         print(f"  {'resizes':<22} {s.get('shrinks', 0):,} shrinks, {s.get('expands', 0):,} "
               f"expands ({s.get('resized_jobs', 0):,} jobs resized), PE utilization "

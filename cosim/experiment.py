@@ -442,6 +442,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
                                     cores_per_host=p.cores_per_host, config=p.batch,
                                     quantum=to_ticks(opt.quantum_s))
         metrics["unfair_jobs_replayed"] = unfair_jobs_replayed(outcomes, fair)
+    simulation_stats, execution = result.stats.split()
     summary = {
         "workload": str(opt.workload),
         "platform": p.platform.name,
@@ -472,7 +473,8 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
             "no_procs": "no processor count in fields 8 and 5",
             "too_big": f"more hosts than the {p.n_hosts} simulated (rejected)",
             "bad_lines": "malformed lines skipped by --lenient"},
-        "stats": {k: getattr(result.stats, k) for k in result.stats.__dataclass_fields__},
+        "stats": simulation_stats,
+        "execution": execution,
         "wall_s": wall,
     }
     return RunRecord(summary=summary, outcomes=outcomes, header=w.header,
@@ -586,15 +588,17 @@ def tables_of(record: RunRecord, run_id: str, columns: Any = None) -> Any:
     """The run as `cosim.output.tables.RunTables` (for ``results.h5``, traces and plots);
     `columns`: its outcomes' `cosim.output.columns.OutcomeColumns` when the caller has them.
 
-    Its stats leave out wall-clock times (they are in ``summary.json``), so ``results.h5``
-    holds only what the simulation determines, apart from its provenance."""
+    Its stats are the summary's, without the execution's (ranks, rounds, wall-clock times:
+    `cosim.runner.EXECUTION_STATS`, under ``execution`` in ``summary.json``), so
+    ``results.h5`` holds only what the simulation determines, apart from its provenance: the
+    same on any number of ranks, run after run."""
     from dataclasses import asdict
 
     from cosim.output.tables import build_tables
 
     config = {k: (dict(v) if isinstance(v, Mapping) else v)
               for k, v in asdict(record.opt).items() if k != "out"}
-    stats = {k: v for k, v in record.summary["stats"].items() if not k.startswith("wall")}
+    stats = dict(record.summary["stats"])
     technique = record.summary.get("technique") or ""
     return build_tables(record.outcomes, run_id=run_id, config=config,
                         metrics=record.metrics, stats=stats, platform=record.platform,

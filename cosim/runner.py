@@ -42,7 +42,8 @@ from cosim.transport.base import AlsGroup, AlsTotals
 from cosim.transport.loopback import LocalAls
 from cosim.workload.jobs import Job, JobOutcome
 
-__all__ = ["RunStats", "SimResult", "simulate", "simulate_batch", "cosimulate", "run_rounds"]
+__all__ = ["EXECUTION_STATS", "RunStats", "SimResult", "simulate", "simulate_batch",
+           "cosimulate", "run_rounds"]
 
 #: rounds between two calls of `run_rounds`'s progress callback (a call costs microseconds)
 _PROGRESS_EVERY = 512
@@ -63,6 +64,10 @@ class RunStats:
     for the PEs their mates were releasing (0 for trace apps; a DLS mate first ends its chunks);
     scattered_starts: starts ``--selection contiguous`` could not give one block of hosts (it
     then falls back to first-fit, as Slurm does without ``--contiguous``).
+
+    `EXECUTION_STATS` are facts of the execution, not of the simulated system: the ranks, the
+    wall times, and what depends on them (`rounds` and `rollbacks` vary with how far each MPI
+    rank had run its apps ahead when a round came); `split` keeps them apart.
     """
 
     rounds: int
@@ -89,6 +94,18 @@ class RunStats:
     release_wait_s: float = 0.0
     release_wait_max_s: float = 0.0
     scattered_starts: int = 0
+
+    def split(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(simulation, execution)``: the counters the simulation determines (the same on
+        any number of ranks, run after run), and the `EXECUTION_STATS`."""
+        values = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return ({k: v for k, v in values.items() if k not in EXECUTION_STATS},
+                {k: values[k] for k in EXECUTION_STATS})
+
+
+#: `RunStats` fields that depend on how the run was executed (ranks, timing), not on what was
+#: simulated: kept out of ``results.h5`` and under ``execution`` in ``summary.json``
+EXECUTION_STATS = ("ranks", "rounds", "rollbacks", "wall_s", "wall_bls_s", "wall_als_s")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

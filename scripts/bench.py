@@ -36,6 +36,11 @@ def bench(name: str):
     return deco
 
 
+def all_stats(summary: dict) -> dict:
+    """A run summary's counters: its `stats` and its `execution` (ranks, rounds, walls)."""
+    return {**summary["stats"], **summary["execution"]}
+
+
 def best(repeat: int, fn: Callable[[], object]) -> tuple[float, object]:
     """Best wall time of `repeat` calls of `fn`, and the last result."""
     times = []
@@ -223,7 +228,7 @@ def _kth(repeat):
         rows.append(("`cosim run` on it, default outputs: whole (start, read, simulate, write)",
                      whole, "s", AtMost(0.8)))
         rows.append(("`cosim run`: the simulation in it (summary stats.wall_s)",
-                     summary["stats"]["wall_s"], "s", None))
+                     all_stats(summary)["wall_s"], "s", None))
     return rows
 
 
@@ -462,7 +467,7 @@ def _curie(repeat):
     peak, wall, summary = cli_run(curie_trace(200_000))
     if summary is None:
         return [(f"failed: {wall}", 0.0, "", None)]
-    sim = summary["stats"]["wall_s"]
+    sim = all_stats(summary)["wall_s"]
     return [(f"peak RSS ({summary['jobs']:,} jobs)", peak, "MiB", None),
             ("memory headroom: 2 GiB / peak", 2048 / peak, "x", 1.0),
             ("whole run (start, read, simulate, write)", wall, "s", None),
@@ -538,8 +543,8 @@ def _sd(repeat):
                                   "--malleable-fraction", "1")
     if summary is None:
         return [(f"failed: {wall}", 0.0, "", None)]
-    sim = summary["stats"]["wall_s"]
-    guests = summary["stats"].get("guest_starts", 0)
+    sim = all_stats(summary)["wall_s"]
+    guests = all_stats(summary).get("guest_starts", 0)
     return [(f"{n:,} jobs, whole run: jobs/s", n / wall, "jobs/s", 200_000 / 60.0),
             (f"whole run ({guests:,} malleable starts)", wall, "s", None),
             ("simulation alone (summary stats.wall_s)", sim, "s", None),
@@ -635,7 +640,7 @@ def _esp_equi(repeat):
         for technique in ("STATIC", "GSS", "FAC2"):
             wall, rec = best(1, lambda t=technique: execute(RunOptions(
                 workload=str(swf), technique=t, malleable="equi")))
-            st = rec.summary["stats"]
+            st = all_stats(rec.summary)
             rows.append((f"{technique}: wall ({st['shrinks']} shrinks, {st['expands']} "
                          f"expands, {st['rollbacks']} rollbacks, {st['chunk_events']:,} chunks)",
                          wall, "s", None))
@@ -656,7 +661,7 @@ def _main(repeat):
         for rca in ("off", "yield") if technique == "SS" else ("off", "yield", "full"):
             wall, rec = best(1, lambda r=rca, t=technique: execute(replace(opt, rca=r,
                                                                            technique=t)))
-            st = rec.summary["stats"]
+            st = all_stats(rec.summary)
             extra = (f", {st['hosts_excluded']} hosts excluded, {st['rollbacks']} rollbacks"
                      if rca == "full" else "")
             rows.append((f"{technique} rca={rca}: wall ({st['chunk_events']:,} chunk events,"
@@ -690,7 +695,7 @@ def _mpi(repeat):
                     proc = subprocess.run(cmd, capture_output=True, text=True)
                     if proc.returncode:
                         break
-                    st = json.loads((out / "summary.json").read_text())["stats"]
+                    st = all_stats(json.loads((out / "summary.json").read_text()))
                     walls.append(st["wall_s"])
                 if not walls:
                     rows.append((f"{technique} {k} ranks: failed ({proc.stderr.strip()[:40]})",

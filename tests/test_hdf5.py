@@ -520,6 +520,39 @@ def test_version_3_files_get_no_value_and_no_energy(tmp_path, runs):
         append_run(path, runs[0])
 
 
+def test_version_4_files_keep_the_stats_they_were_written_with(tmp_path, runs):
+    """Version 4 stats held the execution's counters (ranks, rounds, rollbacks): read as
+    written, the tables as they are; appending to such a file is refused."""
+    def v4_stats(g):
+        g["stats"].attrs["ranks"], g["stats"].attrs["rounds"] = np.int64(3), np.int64(17)
+
+    path = _older(tmp_path / "v4.h5", runs, 4, v4_stats)
+    back = read_results(path)
+    for a, b in zip(back, runs, strict=True):
+        assert a.stats == {**b.stats, "ranks": 3, "rounds": 17}
+        assert a.jobs.tobytes() == b.jobs.tobytes()
+    with pytest.raises(InputError, match="cannot append to a schema_version 4 file"):
+        append_run(path, runs[0])
+
+
+def test_cosim_runs_keep_the_execution_out_of_results(tmp_path):
+    """A run's stats in results.h5 are the simulation's (`RunStats.split`): no ranks, rounds,
+    rollbacks or wall times, which stay in summary.json's execution."""
+    from cosim.experiment import RunOptions, execute, tables_of
+    from cosim.runner import EXECUTION_STATS
+
+    rec = execute(RunOptions(workload=str(Path(__file__).parent.parent / "traces" /
+                                          "esp-psia.swf"), hosts=16, technique="FAC2"))
+    tables = tables_of(rec, "r")
+    assert tables.stats == rec.summary["stats"] and tables.stats["chunk_events"] > 0
+    assert set(rec.summary["execution"]) == set(EXECUTION_STATS)
+    assert rec.summary["execution"]["rounds"] > 0
+    assert not set(EXECUTION_STATS) & set(tables.stats)
+    write_results(tmp_path / "r.h5", [tables])
+    (back,) = read_results(tmp_path / "r.h5")
+    assert back.stats == tables.stats
+
+
 def test_a_capped_run_round_trips_with_its_power(tmp_path):
     """Values, energies, power segments and the system series survive results.h5."""
     from cosim.experiment import RunOptions, execute, tables_of

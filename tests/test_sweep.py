@@ -370,9 +370,11 @@ def test_groups_of_ranks_co_simulate_each_run_and_give_the_serial_table(capsys, 
     for r in rows:
         a, b = ((d / "runs" / r["id"]).resolve() for d in (serial, groups))
         assert (a / "jobs.csv").read_bytes() == (b / "jobs.csv").read_bytes()
-        stats = [json.loads((d / "summary.json").read_text())["stats"] for d in (a, b)]
-        assert [s["ranks"] for s in stats] == [1, 2]  # really co-simulated over the group
-        assert stats[0]["chunk_events"] == stats[1]["chunk_events"] > 0
+        summaries = [json.loads((d / "summary.json").read_text()) for d in (a, b)]
+        # really co-simulated over the group
+        assert [s["execution"]["ranks"] for s in summaries] == [1, 2]
+        assert summaries[0]["stats"] == summaries[1]["stats"]
+        assert summaries[0]["stats"]["chunk_events"] > 0
 
 
 def test_the_layout_of_ranks_per_run_is_checked(capsys, tmp_path, spec):

@@ -12,7 +12,7 @@ run the same way, from an in-memory copy of the existing file. The tables' chunk
 compressed here, a thread per usable processor, into what HDF5's shuffle and deflate filters
 store (`_compressed_chunks`: the same bytes where Python's zlib is the one HDF5 uses, and
 read back the same by any HDF5 anyway), and written as they are. `read_results` and
-`read_provenance` give it back exactly — schema versions 1 to 3 too, converted to today's
+`read_provenance` give it back exactly — schema versions 1 to 4 too, converted to today's
 tables (`docs/results.md`) — and turn every problem of a file (missing, not HDF5, a newer
 schema version, a missing dataset) into an `InputError` naming it. Attribute values: bool,
 int (64-bit), float and str are stored as native HDF5 scalars; anything else (None, lists,
@@ -61,9 +61,9 @@ __all__ = ["JSON_PREFIX", "SCHEMA", "SCHEMA_VERSION", "TABLES", "Table", "append
 SCHEMA = "cosim.results"
 """Value of the root attribute ``schema``: marks a file as cosim results."""
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Version of the layout written here; readers refuse newer versions and convert versions 1
-and 2 (docs/results.md)."""
+to 4 (docs/results.md)."""
 
 JSON_PREFIX = "json:"
 """Prefix of the attribute names whose value is JSON text (see `encode_attrs`)."""

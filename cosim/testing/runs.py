@@ -53,7 +53,7 @@ def tiny_tables(*, technique: str = "STATIC", rca: bool = True, record: bool = T
                         als=AlsConfig(technique=get(technique), record=record))
     config = {"workload": "tiny", "platform": platform.name, "technique": technique,
               "rca": "yield" if rca else "off", "batch": "easy"}
-    stats = {k: getattr(result.stats, k) for k in result.stats.__dataclass_fields__}
+    stats, _ = result.stats.split()
     metrics = summary(result.outcomes, platform.n_hosts, cores_per_host=2,
                       allocations=result.allocations)
     return build_tables(result.outcomes, run_id=run_id, config=config, metrics=metrics,
@@ -81,8 +81,7 @@ def malleable_tables(*, run_id: str = "malleable") -> RunTables:
     platform = load_platform("tiny8x2")
     result = simulate(malleable_jobs(), n_hosts=platform.n_hosts, platform=platform,
                       batch=BatchConfig(malleable="equi"))
-    stats = {k: getattr(result.stats, k) for k in result.stats.__dataclass_fields__
-             if not k.startswith("wall")}
+    stats, _ = result.stats.split()
     metrics = summary(result.outcomes, platform.n_hosts, cores_per_host=2,
                       allocations=result.allocations)
     return build_tables(result.outcomes, run_id=run_id,
