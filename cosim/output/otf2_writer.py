@@ -4,16 +4,19 @@
 caller create definitions through the `otf2` package's registry (`Otf2Writer.defs`), buffers
 events per registered location as plain tuples, and writes them through libotf2 calls bound
 once with ctypes (the `otf2` package re-binds ``argtypes`` on every call, which caps it near
-0.2 M events/s). Before writing, each location's buffer is sorted by time with a stable sort,
-so events keep their insertion order at equal ticks (a Leave appended before an Enter stays
-before it); `flush` writes everything buffered, or only events before a watermark, to bound
+0.2 M events/s), or, where it was built, through a C loop calling the same functions by
+address (`cosim/output/_events.c`, ~10 M events/s; the ctypes loop is its reference, and the
+archives are byte-identical); the registered locations' files are made ahead of libotf2 on a
+thread (`_files_ahead`: creating files may cost more than writing them). Before writing,
+each location's buffer is sorted by time with a stable sort, so events keep their insertion
+order at equal ticks (a Leave appended before an Enter stays before it); `flush` writes everything buffered, or only events before a watermark, to bound
 memory. Metric samples are written the same way (their values packed as OTF2 metric words
 when made); rare records (ProgramBegin, ProgramEnd) go through the package's own event writer
 in the same sorted stream. `close` writes the definitions, then renames the directory
 into place; an existing trace at the target is removed only then, so an interrupted write
 never leaves a half trace under the final name, and a writer is never opened on an existing
-archive (which would corrupt it). Ticks must be non-negative ints; UINT64 attribute values are
-range-checked (libotf2 would wrap them silently). Nesting and message matching are not checked
+archive (which would corrupt it). Ticks must be non-negative ints; UINT64 attribute values and
+message lengths are range-checked (libotf2 would wrap them silently). Nesting and message matching are not checked
 here: `cosim.testing.tracecheck` does that on the archive read back.
 """
 
@@ -27,6 +30,7 @@ import shutil
 import struct
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -44,7 +48,8 @@ from cosim.core.clock import TICKS_PER_SECOND
 from cosim.core.files import write_error
 from cosim.errors import InputError, OutputError
 
-__all__ = ["ARCHIVE_NAME", "Event", "Otf2Writer", "WriteStats", "event_kind", "is_trace_dir",
+__all__ = ["ARCHIVE_NAME", "EVENT_KERNEL", "Event", "Otf2Writer", "WriteStats", "event_kind",
+           "is_trace_dir",
            "make_enter", "make_leave", "make_metric", "make_program_begin", "make_program_end",
            "make_recv", "make_send"]
 
@@ -83,6 +88,18 @@ _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 # which otherwise spends more time walking a million buffered events than writing them
 _ENTER, _ENTER_ATTRS, _LEAVE, _SEND, _RECV, _METRIC, _OBJ = (
     "enter", "enter+attributes", "leave", "send", "recv", "metric", "object")
+
+try:  # the compiled event loop (setup.py builds it where a C compiler is)
+    from cosim.output import _events
+except ImportError:  # pragma: no cover - an install without a C compiler
+    _events = None
+
+#: what writes the buffered events: "compiled" (cosim/output/_events.c) or "python"
+EVENT_KERNEL = "compiled" if _events is not None else "python"
+# what the compiled loop calls, in its order: libotf2's functions by address, the event kinds
+_FUNCTIONS = tuple(ctypes.cast(f, ctypes.c_void_p).value
+                   for f in (_R_ENTER, _R_LEAVE, _R_SEND, _R_RECV, _R_ADD_U64, _R_METRIC))
+_KINDS = (_ENTER, _LEAVE, _SEND, _RECV, _ENTER_ATTRS, _METRIC)
 
 
 # libotf2's chunk allocator callbacks, bound with the C signatures of OTF2_Callbacks.h (the
@@ -189,14 +206,16 @@ def make_leave(t: int, region: Any) -> Event:
 
 def make_send(t: int, receiver: int, comm: Any, tag: int, length: int) -> Event:
     """MpiSend at tick `t` (on the sender's location) to rank `receiver` of `comm` (a Comm)."""
-    if t < 0 or not (0 <= receiver <= _U32_MAX and 0 <= tag <= _U32_MAX and length >= 0):
+    if t < 0 or not (0 <= receiver <= _U32_MAX and 0 <= tag <= _U32_MAX
+                      and 0 <= length <= _U64_MAX):
         raise ValueError(f"bad MpiSend (tick, receiver, tag, length) {(t, receiver, tag, length)}")
     return (t, _SEND, receiver, comm._ref, tag, length)
 
 
 def make_recv(t: int, sender: int, comm: Any, tag: int, length: int) -> Event:
     """MpiRecv at tick `t` (on the receiver's location) from rank `sender` of `comm`."""
-    if t < 0 or not (0 <= sender <= _U32_MAX and 0 <= tag <= _U32_MAX and length >= 0):
+    if t < 0 or not (0 <= sender <= _U32_MAX and 0 <= tag <= _U32_MAX
+                      and 0 <= length <= _U64_MAX):
         raise ValueError(f"bad MpiRecv (tick, sender, tag, length) {(t, sender, tag, length)}")
     return (t, _RECV, sender, comm._ref, tag, length)
 
@@ -337,6 +356,8 @@ class Otf2Writer:
         self._finished: set[int] = set()  # locations closed by `finish`
         self._written = 0
         self._closed = False
+        self._ahead: threading.Thread | None = None  # `_files_ahead`, once started
+        self._ahead_checked = False
 
     # -- definitions -----------------------------------------------------------------------
 
@@ -435,7 +456,36 @@ class Otf2Writer:
             raise OutputError(f"cannot write the trace ({problem}; libotf2 reported "
                               f"{len(errors)} error line(s))", file=self.path)
 
+    def _files_ahead(self) -> None:
+        """Make the registered locations' files (local definitions and events, in location
+        order) on a thread, ahead of libotf2, which creates two per location when it closes
+        one: creating files is the slow part of writing them on some file systems (0.03 to
+        0.4 s for the main job's 516 here), and on the thread it overlaps with building and
+        writing the events. The thread holds no interpreter lock (`_events.create_files`) and
+        never truncates, so libotf2 and it may reach a file in either order. Started at the
+        first write, once; nothing without the compiled module."""
+        self._ahead_checked = True
+        if _events is None or len(self._locs) < 2:
+            return
+        folder = self._tmp / ARCHIVE_NAME
+        try:
+            folder.mkdir(mode=0o777, exist_ok=True)  # as libotf2 makes it
+        except OSError:
+            return  # libotf2 reports what is wrong when it gets there
+        paths = [os.fsencode(folder / f"{loc._ref}.{ext}") for loc in self._locs
+                 for ext in ("def", "evt")]
+        self._ahead = threading.Thread(target=_events.create_files, args=(paths,),
+                                       name="cosim-otf2-files", daemon=True)
+        self._ahead.start()
+
+    def _join_ahead(self) -> None:
+        if self._ahead is not None:
+            self._ahead.join()
+            self._ahead = None
+
     def _flush_one(self, i: int, upto: int | None) -> int:
+        if not self._ahead_checked:
+            self._files_ahead()
         buf = self._bufs[i]
         if not buf:
             return 0
@@ -464,40 +514,57 @@ class Otf2Writer:
         r_enter, r_leave, r_send, r_recv, r_add = _R_ENTER, _R_LEAVE, _R_SEND, _R_RECV, _R_ADD_U64
         k_enter, k_leave, k_send, k_recv, k_attrs = _ENTER, _LEAVE, _SEND, _RECV, _ENTER_ATTRS
         r_metric, k_metric, u8s, u64s = _R_METRIC, _METRIC, ctypes.c_uint8, ctypes.c_uint64
+
+        def write(ev: Event) -> int:
+            """Write one event (the reference of the compiled loop); 1 for a record of the
+            package's own (it counts those itself), else 0."""
+            f = ev[1]
+            tick.value = ev[0]
+            rc = 0
+            if f is k_enter:
+                rc = r_enter(hv, None, tick, ev[2])
+            elif f is k_leave:
+                rc = r_leave(hv, None, tick, ev[2])
+            elif f is k_send:
+                u64.value = ev[5]
+                rc = r_send(hv, None, tick, ev[2], ev[3], ev[4], u64)
+            elif f is k_recv:
+                u64.value = ev[5]
+                rc = r_recv(hv, None, tick, ev[2], ev[3], ev[4], u64)
+            elif f is k_attrs:
+                for j in range(3, len(ev), 2):
+                    u64.value = ev[j + 1]
+                    rc |= r_add(alv, ev[j], u64)
+                # libotf2 empties the list when it writes the event: reusable
+                rc |= r_enter(hv, alv, tick, ev[2])
+            elif f is k_metric:
+                types, words = ev[3], ev[4]
+                n = len(types)
+                rc = r_metric(hv, None, tick, ev[2], n, (u8s * n)(*types), (u64s * n)(*words))
+            else:
+                # the package's writer counts the event and updates the clock itself
+                self._trace.event_writer_from_location(self._locs[i]).write(ev[2])
+                return 1
+            if rc:
+                self._libotf2_error(rc, ev, i)
+            return 0
+
         n_obj = 0
-        rc = 0
         try:
-            for ev in todo:
-                f = ev[1]
-                tick.value = ev[0]
-                if f is k_enter:
-                    rc = r_enter(hv, None, tick, ev[2])
-                elif f is k_leave:
-                    rc = r_leave(hv, None, tick, ev[2])
-                elif f is k_send:
-                    u64.value = ev[5]
-                    rc = r_send(hv, None, tick, ev[2], ev[3], ev[4], u64)
-                elif f is k_recv:
-                    u64.value = ev[5]
-                    rc = r_recv(hv, None, tick, ev[2], ev[3], ev[4], u64)
-                elif f is k_attrs:
-                    for j in range(3, len(ev), 2):
-                        u64.value = ev[j + 1]
-                        rc |= r_add(alv, ev[j], u64)
-                    # libotf2 empties the list when it writes the event: reusable
-                    rc |= r_enter(hv, alv, tick, ev[2])
-                elif f is k_metric:
-                    types, words = ev[3], ev[4]
-                    n = len(types)
-                    rc = r_metric(hv, None, tick, ev[2], n, (u8s * n)(*types), (u64s * n)(*words))
-                else:
-                    # the package's writer counts the event and updates the clock itself
-                    self._trace.event_writer_from_location(self._locs[i]).write(ev[2])
-                    n_obj += 1
-                if rc:
-                    raise RuntimeError(f"libotf2 error {rc} writing {ev!r} on location "
-                                       f"{self._locs[i].name!r}")
-        except (ctypes.ArgumentError, TypeError) as exc:
+            if _events is None:
+                for ev in todo:
+                    n_obj += write(ev)
+            else:  # the compiled loop, and here what it leaves (the package's records)
+                k, n, w, a = 0, len(todo), hv.value, alv.value
+                while True:
+                    k, rc = _events.write(todo, k, w, a, _FUNCTIONS, _KINDS)
+                    if rc:
+                        self._libotf2_error(rc, todo[k], i)
+                    if k == n:
+                        break
+                    n_obj += write(todo[k])
+                    k += 1
+        except (ctypes.ArgumentError, TypeError, OverflowError) as exc:
             raise ValueError(f"location {self._locs[i].name!r}: bad event argument ({exc}); "
                              "ticks, ranks and tags are ints >= 0") from None
         # the bookkeeping the package's EventWriter.write does per event (number of events
@@ -510,6 +577,10 @@ class Otf2Writer:
         self._last[i] = last
         self._written += len(todo)
         return len(todo)
+
+    def _libotf2_error(self, rc: int, event: Event, i: int) -> None:
+        raise RuntimeError(f"libotf2 error {rc} writing {event!r} on location "
+                           f"{self._locs[i].name!r}")
 
     def finish(self, locs: Iterable[int]) -> int:
         """Write everything buffered for `locs` and close them: they take no more events
@@ -553,6 +624,7 @@ class Otf2Writer:
                 # replaces the host's wall clock at the first event (see realtime_s)
                 self._trace._realtime_timestamp = self._realtime_s
             self._closed = True
+            self._join_ahead()
             with self._libotf2():
                 self._trace.close()
                 _fix_trace_id(self._tmp)
@@ -576,6 +648,7 @@ class Otf2Writer:
 
     def _discard(self) -> None:
         """Close the archive quietly (whatever state it is in) and remove the directory."""
+        self._join_ahead()
         with contextlib.suppress(Exception):
             self._trace.close()
         # a close that failed midway would be retried, noisily, by the package's __del__
