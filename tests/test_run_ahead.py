@@ -130,10 +130,11 @@ class _Comm:
     size, rank = 2, 0
 
     def __init__(self, log, delay):
-        from cosim.transport.base import PROTOCOL_VERSION, Kind, Reply
+        from cosim.transport.base import PROTOCOL_VERSION, AlsTotals, Kind, Reply
         from cosim.transport.wire import decode, encode
 
         self._answer = lambda kind: encode(Reply(version=PROTOCOL_VERSION) if kind == Kind.HELLO
+                                           else AlsTotals() if kind == Kind.STOP
                                            else Reply(promise=None))
         self._decode = decode
         self.log, self.delay, self.inbox, self.polls = log, delay, [], 0
@@ -166,6 +167,11 @@ class _Local:
     def promise(self):
         return None
 
+    def totals(self):
+        from cosim.transport.base import AlsTotals
+
+        return AlsTotals(chunk_events=self.slices + 3)
+
     def speculate(self):
         self.slices += 1
         self.log.append(self.name)
@@ -184,10 +190,10 @@ def mpi_als(monkeypatch):
     from cosim.transport.base import TRACE
     from cosim.transport.mpi import MpiAls
 
-    def make(log, delay, fail_at=None):
+    def make(log, delay, fail_at=None, ranks=(0, 1)):
         apps, trace = _Local(log, "apps", fail_at), _Local(log, "trace", fail_at=1)
         als = MpiAls(_Comm(log, delay), local={TRACE: trace, 0: apps},
-                     placement=LeastWork([0, 1], None))
+                     placement=LeastWork(list(ranks), None))
         log.clear()
         return als, apps, trace
     return make
@@ -208,3 +214,18 @@ def test_an_error_running_ahead_is_raised_once_the_answers_are_in(mpi_als):
         als.round(5, [])
     # no slice after the failing one; rank 1's answer was taken before the error
     assert log == ["apps", "apps", "answer"]
+
+
+def test_apps_on_rank_0_alone_run_as_in_one_process(mpi_als):
+    """With rank 0 the only place for apps, no round reaches the ALS ranks (no message, no
+    poll, no run-ahead: `LocalAls`' rounds), and the end stops them and takes their totals."""
+    log = []
+    als, apps, trace = mpi_als(log, delay=7, ranks=(0,))
+    comm = als.comm
+    comm.polls = 0  # (the hello's)
+    for grant in (5, 9, 12):
+        assert als.round(grant, []) == ([], None)
+    assert log == [] and comm.polls == 0 and apps.slices == 0
+    totals = als.finish()
+    assert log == ["answer"]  # the stop's answer, and nothing else
+    assert totals.chunk_events == 6 and set(totals.wall_s) == {0, 1}  # both local endpoints

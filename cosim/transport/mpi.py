@@ -13,7 +13,9 @@ grant covers them; with nothing left to run ahead, it scales the cost arrays of 
 come of the apps it has loaded). Rank 0 keeps its local endpoints — the trace apps (`TRACE`) and, with ``rank0_apps``,
 an app simulator (destination 0) — and does its local work after sending and before
 receiving; while it waits for the answers it runs its own apps ahead the same way, a slice
-between two polls. Waiting sides with nothing to run ahead poll without spinning a core for
+between two polls. When apps go to rank 0 alone (coarse-grained loops with ``rank0_apps``),
+no ALS rank takes part in any round: rank 0 runs the rounds as one process does
+(`LocalAls`), and the ALS ranks get only the hello and the stop. Waiting sides with nothing to run ahead poll without spinning a core for
 long (`Idle`: yields for 50 ms, then sleeps growing from 50 µs to 0.5 ms), leaving it to ranks
 that compute. An error in rank 0's local work is raised only after every reply is in, so no
 message is left unmatched. An ALS rank that fails
@@ -39,6 +41,7 @@ from cosim.transport.base import (
     PROTOCOL_VERSION, TRACE, AlsTotals, Endpoint, Kind, Placement, Reply, RoundMessage,
     earliest, merge_facts, merge_totals, route, trace_round,
 )
+from cosim.transport.loopback import LocalAls
 from cosim.transport.wire import decode, encode
 
 __all__ = ["world", "MpiAls", "serve", "StoppedByInterrupt"]
@@ -133,8 +136,15 @@ class MpiAls:
                 self.close()
                 raise ProtocolError(f"ALS rank {rank} speaks protocol {reply.version}, "
                                     f"rank 0 speaks {PROTOCOL_VERSION}")
+        # apps placed on rank 0 alone (coarse-grained loops with rank0_apps): no ALS rank
+        # takes part in any round, so rank 0 runs them as one process does (`LocalAls`: the
+        # same rounds, without asking, polling or gathering), and stops the ranks at the end
+        self._alone = (LocalAls(self.local, placement)
+                       if list(getattr(placement, "ranks", ())) == [0] else None)
 
     def round(self, grant: int, commands: Sequence[Command]) -> tuple[list[Fact], int | None]:
+        if self._alone is not None:
+            return self._alone.round(grant, commands)
         t0 = time.perf_counter()
         parts = route(commands, self._where, self.placement, grant)
         # a rank with no command whose promise lies beyond the grant has nothing to say
@@ -185,6 +195,8 @@ class MpiAls:
 
     def local_round(self, grant: int, commands: Sequence[Command]
                     ) -> tuple[list[Fact], int | None] | None:
+        if self._alone is not None:
+            return self._alone.local_round(grant, commands)
         t0 = time.perf_counter()
         out = trace_round(self.local.get(TRACE), commands, self._where, self.placement, grant,
                           self._others)
@@ -193,11 +205,14 @@ class MpiAls:
 
     def finish(self) -> AlsTotals:
         totals = self._stop()
-        wall: dict[int, float] = {0: self._wall}
+        # rank 0's endpoints, through `LocalAls` when it ran them alone
+        mine = ([ep.totals() for ep in self.local.values()] if self._alone is None else
+                [self._alone.finish()])
+        wall: dict[int, float] = {0: self._wall if self._alone is None else
+                                  mine[0].wall_s.get(0, 0.0)}
         for rank, t in enumerate(totals[1:], start=1):
             wall[rank] = t.wall_s.get(rank, 0.0)
-        parts = [ep.totals() for ep in self.local.values()] + list(totals[1:])
-        return merge_totals(parts, wall)
+        return merge_totals(mine + list(totals[1:]), wall)
 
     def _note_gone(self, replies: list) -> None:
         """The ranks that answered they were interrupted have sent their last message:
