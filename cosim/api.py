@@ -127,7 +127,8 @@ class Result:
 
     @property
     def summary(self) -> dict[str, Any]:
-        """What ``summary.json`` holds: the options, the metrics and ``stats``."""
+        """What ``summary.json`` holds: the options, the metrics, ``stats`` (what the
+        simulation determines) and ``execution`` (ranks, rounds, wall times)."""
         return self.record.summary
 
     @property

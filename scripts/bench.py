@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -736,7 +737,8 @@ def _hdf5(repeat):
             ("file size", size / 1e6, "MB", None)]
 
 
-@bench("otf2: buffered writer, 1.2M synthetic events; full trace of the main job (target: a few s)")
+@bench("otf2: buffered writer, 1.2M synthetic events; traces of the main job and of KTH-SP2; "
+       "what creating their files costs here (targets: a few s; >= 1 M events/s end to end)")
 def _otf2(repeat):
     from dataclasses import replace
 
@@ -823,6 +825,26 @@ def _otf2(repeat):
             what = f"main job {level} trace: wall ({c.events:,} events, {c.locations} locations)"
             rows.append((what, wall, "s", None))
             rows.append((f"main job {level} trace: rate", c.events / wall, "ev/s", None))
+        # a long replay's batch trace: a job region per PE and job, a metric sample per change
+        from cosim.paths import TRACES_DIR
+
+        kth = tables_of(execute(RunOptions(
+            workload=str(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz"))), "kth")
+        wall, c = best(repeat, lambda: write_trace(Path(tmp) / "kth", kth, level="batch"))
+        rows.append((f"KTH-SP2 batch trace: wall ({c.events:,} events, {c.locations} "
+                     f"locations)", wall, "s", None))
+        rows.append(("KTH-SP2 batch trace: rate", c.events / wall, "ev/s", None))
+        # what creating the archive's files costs on this file system (2 per location)
+        def create(folder, n=2 * 258):
+            folder.mkdir()
+            t0 = time.perf_counter()
+            for i in range(n):
+                os.close(os.open(folder / f"{i}.evt", os.O_WRONLY | os.O_CREAT, 0o666))
+            return time.perf_counter() - t0
+        files = [create(Path(tmp) / f"files{k}") for k in range(repeat)]
+        rows.append(("file system: the main job's 516 files created empty, best", min(files),
+                     "s", None))
+        rows.append(("file system: the same, worst", max(files), "s", None))
     return rows
 
 

@@ -343,15 +343,21 @@ def test_metric_samples_keep_every_member_type_exactly(tmp_path):
     members = [d.metric_member(n, "", MetricType.OTHER, MetricMode.ABSOLUTE_NEXT, vt, unit="")
                for n, vt in (("u", Type.UINT64), ("i", Type.INT64), ("x", Type.DOUBLE))]
     metric = d.metric_class(members, MetricOccurrence.ASYNCHRONOUS, RecorderKind.ABSTRACT)
+    # a second metric of other member types, sampled in between (the writer keeps each
+    # metric's types)
+    other = d.metric_class(members[::-1], MetricOccurrence.ASYNCHRONOUS, RecorderKind.ABSTRACT)
     samples = [(2**64 - 1, -2**63, 0.1), (0, 2**63 - 1, -1e300), (7, -1, 3.0)]
     for k, values in enumerate(samples):
         w.metric(0, 10 * k, metric, values)
+        w.metric(1, 10 * k, other, values[::-1])
     for bad in ((-1, 0, 0.0), (2**64, 0, 0.0), (1.0, 0, 0.0), (0, 2**63, 0.0), (0, 0)):
         with pytest.raises(ValueError):
             w.metric(1, 5, metric, bad)
     w.close()
     got = [r.values for r in read_trace(tmp_path / "m").records[0] if r.kind == "metric"]
     assert got == samples
+    got = [r.values for r in read_trace(tmp_path / "m").records[1] if r.kind == "metric"]
+    assert got == [v[::-1] for v in samples]
 
 
 def test_an_archive_holds_a_few_chunks_whatever_its_number_of_locations(tmp_path):
@@ -693,3 +699,49 @@ def test_a_long_replay_groups_its_jobs_by_category(tmp_path):
              if r.kind == "enter" and r.name.startswith("job")}
     assert len(names) == len({o.job.id for o in res.outcomes[:50]
                               if o.start is not None and o.end > o.start})
+
+
+class _Recorder:
+    """The `Otf2Writer` calls `_Builder._pe` makes, as (kind, tick, what) in order."""
+
+    def __init__(self):
+        self.log = []
+
+    def enter(self, pe, t, region, attrs=None):
+        self.log.append(("enter", t, region, tuple(attrs or ())))
+
+    def leave(self, pe, t, region):
+        self.log.append(("leave", t, region))
+
+    def add(self, pe, event):
+        self.log.append(("event", event[0], event[1]))
+
+    def extend(self, pe, events):
+        for event in events:
+            self.add(pe, event)
+
+
+@pytest.mark.parametrize("full", [True, False])
+def test_master_events_land_in_whatever_region_the_pe_shows(full):
+    """A master's point events on its PE go inside the region shown there at their tick —
+    another job's (a borrower's) included — and those at a region's end stay for what starts
+    there; regions with nothing inside are entered and left alone."""
+    from cosim.output.trace import _Builder, _Seg
+
+    b = object.__new__(_Builder)
+    b.w, b.full, b.horizon, b.n_job_regions = _Recorder(), full, 40, 0
+    b.a_job, b.a_owner, b.r_unalloc, b.job_region = "job_id", "owner_job", "idle", {
+        7: "job 7", 8: "job 8", 9: "job 9"}
+    segs = [_Seg(job=7, owner=7, a=10, b=20, yielded=[]),
+            _Seg(job=8, owner=5, a=20, b=30, yielded=[]),
+            _Seg(job=9, owner=9, a=30, b=33, yielded=[])]
+    pending = [(15, 5, (15, "m1")), (25, 5, (25, "m2")), (33, 5, (33, "m3"))]
+    b._pe(3, segs, pending, [], [])
+    assert b.w.log == [
+        ("enter", 0, "idle", ()), ("leave", 10, "idle"),
+        ("enter", 10, "job 7", (("job_id", 7),)), ("event", 15, "m1"), ("leave", 20, "job 7"),
+        ("enter", 20, "job 8", (("job_id", 8), ("owner_job", 5))), ("event", 25, "m2"),
+        ("leave", 30, "job 8"),
+        ("enter", 30, "job 9", (("job_id", 9),)), ("leave", 33, "job 9"),
+        ("enter", 33, "idle", ()), ("event", 33, "m3"), ("leave", 40, "idle")]
+    assert b.n_job_regions == 3

@@ -51,7 +51,7 @@ from cosim.errors import InputError, OutputError
 __all__ = ["ARCHIVE_NAME", "EVENT_KERNEL", "Event", "Otf2Writer", "WriteStats", "event_kind",
            "is_trace_dir",
            "make_enter", "make_leave", "make_metric", "make_program_begin", "make_program_end",
-           "make_recv", "make_send"]
+           "make_recv", "make_send", "metric_types"]
 
 ARCHIVE_NAME = "traces"
 """Archive name inside a trace directory: ``DIR/traces.otf2`` is the anchor file."""
@@ -83,6 +83,7 @@ _R_METRIC = _raw("OTF2_EvtWriter_Metric")
 _DOUBLE_BITS = struct.Struct("=d")
 _WORD = struct.Struct("=Q")
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_DOUBLE, _UINT64, _INT64 = _Type.DOUBLE.value, _Type.UINT64.value, _Type.INT64.value
 # the second item of a buffered event (tick, kind, ...) says what it is. Strings, compared by
 # identity: a tuple holding only strs and ints is untracked by the cyclic garbage collector,
 # which otherwise spends more time walking a million buffered events than writing them
@@ -235,30 +236,37 @@ def _obj(event: Any) -> Event:
     return (t, _OBJ, event)
 
 
-def make_metric(t: int, metric: Any, values: Sequence[float | int]) -> Event:
+def metric_types(metric: Any) -> tuple[int, ...]:
+    """The type ids of `metric`'s members (ints: the package's enums compare slowly)."""
+    return tuple([m.value_type.value for m in metric.members])
+
+
+def make_metric(t: int, metric: Any, values: Sequence[float | int],
+                types: tuple[int, ...] | None = None) -> Event:
     """A Metric sample of `metric` (MetricClass or MetricInstance) at tick `t`, one value per
     member, written on the metric's recorder location. Values are checked against their
     member's type here (a UINT64 or INT64 out of range, or a non-integer for them, is an
-    error: libotf2 would wrap it) and packed as the 8-byte words libotf2 takes."""
+    error: libotf2 would wrap it) and packed as the 8-byte words libotf2 takes. `types`:
+    `metric_types(metric)`, when the caller keeps it."""
     if t.__class__ is not int or t < 0:
         raise ValueError(f"tick {t!r}: ticks are ints >= 0")
     members = metric.members
     if len(values) != len(members):
         raise ValueError(f"a metric sample of {len(values)} values for "
                          f"{len(members)} members")
-    types, words = [], []
-    for v, m in zip(values, members):
-        vt = m.value_type
-        if vt == _Type.DOUBLE:
+    if types is None:
+        types = metric_types(metric)
+    words = []
+    for v, vt, m in zip(values, types, members):
+        if vt == _DOUBLE:
             words.append(_WORD.unpack(_DOUBLE_BITS.pack(float(v)))[0])
-        elif vt == _Type.UINT64 and v.__class__ is int and 0 <= v <= _U64_MAX:
+        elif vt == _UINT64 and v.__class__ is int and 0 <= v <= _U64_MAX:
             words.append(v)
-        elif vt == _Type.INT64 and v.__class__ is int and _I64_MIN <= v <= _I64_MAX:
+        elif vt == _INT64 and v.__class__ is int and _I64_MIN <= v <= _I64_MAX:
             words.append(v & _U64_MAX)
         else:
-            raise ValueError(f"metric member {m.name!r} ({vt!r}): bad value {v!r}")
-        types.append(vt.value)
-    return (t, _METRIC, metric._ref, tuple(types), tuple(words))
+            raise ValueError(f"metric member {m.name!r} ({m.value_type!r}): bad value {v!r}")
+    return (t, _METRIC, metric._ref, types, tuple(words))
 
 
 def make_program_begin(t: int, name: str, args: Sequence[str] = ()) -> Event:
@@ -357,6 +365,7 @@ class Otf2Writer:
         self._written = 0
         self._closed = False
         self._ahead: threading.Thread | None = None  # `_files_ahead`, once started
+        self._metric_types: dict[int, tuple[int, ...]] = {}  # `metric_types` by id(metric)
         self._ahead_checked = False
 
     # -- definitions -----------------------------------------------------------------------
@@ -405,7 +414,10 @@ class Otf2Writer:
 
     def metric(self, loc: int, t: int, metric: Any, values: Sequence[float | int]) -> None:
         """Buffer `make_metric` on location index `loc` (the metric's recorder)."""
-        self._bufs[loc].append(make_metric(t, metric, values))
+        types = self._metric_types.get(id(metric))
+        if types is None:  # (the registry keeps the metric, and so its id, alive)
+            types = self._metric_types[id(metric)] = metric_types(metric)
+        self._bufs[loc].append(make_metric(t, metric, values, types))
 
     def program_begin(self, loc: int, t: int, name: str, args: Sequence[str] = ()) -> None:
         """Buffer `make_program_begin` on location index `loc`."""

@@ -659,14 +659,25 @@ class _Builder:
                 placed.setdefault(seg, []).append(items)
         k = 0  # next pending item
         cursor = 0
+        enter, leave, a_job, a_owner = w.enter, w.leave, self.a_job, self.a_owner
+        region_of, unalloc, full = self.job_region, self.r_unalloc, self.full
         for i, seg in enumerate(segs):
-            k = self._gap(pe, cursor, seg.a, pending, k)
+            if k < len(pending):
+                k = self._gap(pe, cursor, seg.a, pending, k)
+            elif seg.a > cursor:  # (`_gap` without pending events)
+                enter(pe, cursor, unalloc)
+                leave(pe, seg.a, unalloc)
             job = seg.job
-            attrs = [(self.a_job, job)]
-            if seg.owner != job:
-                attrs.append((self.a_owner, seg.owner))
-            w.enter(pe, seg.a, self.job_region[job], attrs)
+            enter(pe, seg.a, region_of[job], [(a_job, job)] if seg.owner == job else
+                  [(a_job, job), (a_owner, seg.owner)])
             self.n_job_regions += 1
+            if (i not in placed and not (full and (seg.yielded or resizes))
+                    and (k == len(pending) or pending[k][0] > seg.b)):
+                # nothing inside the region (the common case; the steps below would add
+                # nothing)
+                leave(pe, seg.b, region_of[job])
+                cursor = seg.b
+                continue
             body: list[tuple] = []
             for items in placed.get(i, ()):
                 body.extend(items)
