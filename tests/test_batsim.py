@@ -93,6 +93,9 @@ def test_batsim_jobs_csv_has_batsims_columns_and_semantics(tmp_path):
     assert by_id["4"]["allocated_resources"] == ""
 
 
+# evalys's own `DataFrame.rename(inplace=True)` (evalys/jobset.py), deprecated by pandas 3.1:
+# a warning about evalys, not about the file cosim wrote
+@pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.rename")
 def test_evalys_reads_and_plots_the_schedule(tmp_path):
     evalys = pytest.importorskip("evalys.jobset", reason="evalys is in the test extra")
     import matplotlib
