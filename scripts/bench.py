@@ -228,7 +228,7 @@ def _kth(repeat):
         peak, whole, summary = min(done, key=lambda r: r[1])
         rows.append(("`cosim run` on it, default outputs: whole (start, read, simulate, write)",
                      whole, "s", AtMost(0.8)))
-        rows.append(("`cosim run`: the simulation in it (summary stats.wall_s)",
+        rows.append(("`cosim run`: the simulation in it (summary execution.wall_s)",
                      all_stats(summary)["wall_s"], "s", None))
     return rows
 
@@ -472,7 +472,7 @@ def _curie(repeat):
     return [(f"peak RSS ({summary['jobs']:,} jobs)", peak, "MiB", None),
             ("memory headroom: 2 GiB / peak", 2048 / peak, "x", 1.0),
             ("whole run (start, read, simulate, write)", wall, "s", None),
-            ("simulation alone (summary stats.wall_s)", sim, "s", None),
+            ("simulation alone (summary execution.wall_s)", sim, "s", None),
             ("time headroom: 2 x simulation / whole run", 2 * sim / wall, "x", 1.0),
             ("whole run rate", summary["jobs"] / wall, "jobs/s", None)]
 
@@ -548,7 +548,7 @@ def _sd(repeat):
     guests = all_stats(summary).get("guest_starts", 0)
     return [(f"{n:,} jobs, whole run: jobs/s", n / wall, "jobs/s", 200_000 / 60.0),
             (f"whole run ({guests:,} malleable starts)", wall, "s", None),
-            ("simulation alone (summary stats.wall_s)", sim, "s", None),
+            ("simulation alone (summary execution.wall_s)", sim, "s", None),
             (f"peak RSS ({n:,} jobs)", peak, "MiB", None),
             ("memory headroom: 2 GiB / peak", 2048 / peak, "x", 1.0)]
 
