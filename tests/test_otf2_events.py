@@ -147,11 +147,49 @@ def test_bad_raw_events_are_the_same_errors(tmp_path, monkeypatch, event, proble
 
 
 @pytest.mark.parametrize("make", [otf2_writer.make_send, otf2_writer.make_recv])
-def test_message_lengths_past_64_bits_are_refused(make):
+def test_message_lengths_and_ticks_past_64_bits_are_refused(make):
     """libotf2 would wrap them (and the Python loop's ctypes word with it)."""
-    assert make(1, 0, object.__new__(_Ref), 2, 2**64 - 1)[5] == 2**64 - 1
+    assert make(2**64 - 1, 0, object.__new__(_Ref), 2, 2**64 - 1)[5] == 2**64 - 1
     with pytest.raises(ValueError, match="bad Mpi"):
         make(1, 0, object.__new__(_Ref), 2, 2**64)
+    with pytest.raises(ValueError, match="bad Mpi"):
+        make(2**64, 0, object.__new__(_Ref), 2, 8)
+
+
+@pytest.mark.parametrize("make", [otf2_writer.make_enter, otf2_writer.make_leave])
+def test_region_ticks_past_64_bits_are_refused(make):
+    assert make(2**64 - 1, _Ref)[0] == 2**64 - 1
+    with pytest.raises(ValueError, match="past 64 bits"):
+        make(2**64, _Ref)
+    with pytest.raises(ValueError, match="negative tick"):
+        make(-1, _Ref)
+
+
+def test_numpy_integers_are_written_as_by_the_python_loop(tmp_path, monkeypatch):
+    """Ticks and message lengths of numpy's integer types (ctypes takes them in the Python
+    loop) are written the same by the compiled loop."""
+    def write(path):
+        w = Otf2Writer(path)
+        d = w.defs
+        root = d.system_tree_node("cluster")
+        locs = [d.location(f"PE{i}", group=d.location_group(f"PE{i}",
+                                                            system_tree_parent=root))
+                for i in range(2)]
+        for loc in locs:
+            w.add_location(loc)
+        d.group("PEs", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
+                members=locs)
+        world = d.comm("world", d.group("w", group_type=GroupType.COMM_GROUP,
+                                        paradigm=Paradigm.MPI, members=[0, 1]))
+        r = d.region("R")
+        w.enter(0, np.int64(3), r)
+        w.send(0, np.uint64(4), 1, world, 7, np.int64(2**40))
+        w.leave(0, np.int32(5), r)
+        w.recv(1, np.int64(6), 0, world, 7, np.uint64(2**63 + 5))
+        w.close()
+
+    compiled, python = _both(tmp_path, write, monkeypatch)
+    assert compiled == python
 
 
 class _Ref:

@@ -129,13 +129,13 @@ class _Comm:
 
     size, rank = 2, 0
 
-    def __init__(self, log, delay):
+    def __init__(self, log, delay, stop_answer=None):
         from cosim.transport.base import PROTOCOL_VERSION, AlsTotals, Kind, Reply
         from cosim.transport.wire import decode, encode
 
         self._answer = lambda kind: encode(Reply(version=PROTOCOL_VERSION) if kind == Kind.HELLO
-                                           else AlsTotals() if kind == Kind.STOP
-                                           else Reply(promise=None))
+                                           else (stop_answer or AlsTotals())
+                                           if kind == Kind.STOP else Reply(promise=None))
         self._decode = decode
         self.log, self.delay, self.inbox, self.polls = log, delay, [], 0
 
@@ -190,9 +190,9 @@ def mpi_als(monkeypatch):
     from cosim.transport.base import TRACE
     from cosim.transport.mpi import MpiAls
 
-    def make(log, delay, fail_at=None, ranks=(0, 1)):
+    def make(log, delay, fail_at=None, ranks=(0, 1), stop_answer=None):
         apps, trace = _Local(log, "apps", fail_at), _Local(log, "trace", fail_at=1)
-        als = MpiAls(_Comm(log, delay), local={TRACE: trace, 0: apps},
+        als = MpiAls(_Comm(log, delay, stop_answer), local={TRACE: trace, 0: apps},
                      placement=LeastWork(list(ranks), None))
         log.clear()
         return als, apps, trace
@@ -228,4 +228,24 @@ def test_apps_on_rank_0_alone_run_as_in_one_process(mpi_als):
     assert log == [] and comm.polls == 0 and apps.slices == 0
     totals = als.finish()
     assert log == ["answer"]  # the stop's answer, and nothing else
-    assert totals.chunk_events == 6 and set(totals.wall_s) == {0, 1}  # both local endpoints
+    # both local endpoints' chunks; the wall times of rank 0 and of rank 1 (its totals)
+    assert totals.chunk_events == 6 and set(totals.wall_s) == {0, 1}
+
+
+@pytest.mark.parametrize("word, raised", [("KeyboardInterrupt: ", KeyboardInterrupt),
+                                          ("ValueError: boom", "ALS rank 1 failed")])
+@pytest.mark.parametrize("ranks", [(0,), (0, 1)])
+def test_a_rank_that_ends_on_its_own_error_at_the_stop_is_reported(mpi_als, word, raised,
+                                                                     ranks):
+    """An ALS rank interrupted on its own answers the stop with its error, not its totals:
+    the run ends with that interrupt (or error), not with a failure of rank 0's own."""
+    from cosim.errors import CosimError
+    from cosim.transport.base import Reply
+
+    als, _, _ = mpi_als([], delay=0, ranks=ranks, stop_answer=Reply(error=word))
+    if raised is KeyboardInterrupt:
+        with pytest.raises(KeyboardInterrupt):
+            als.finish()
+    else:
+        with pytest.raises(CosimError, match=raised):
+            als.finish()

@@ -13,8 +13,9 @@
  * otf2_writer. It stops at the first event of another kind (the package's own records) or a
  * metric of more than MAX_MEMBERS members, which the caller writes, and at the first non-zero
  * libotf2 return code: `next` is that event's index (len(events) when all were written),
- * `rc` the code (0 unless a call failed). A value that is not an int >= 0 (or too large)
- * raises TypeError or OverflowError. 32-bit arguments take the low 32 bits of the value, as
+ * `rc` the code (0 unless a call failed). A value that is not an integer >= 0 (an int, or
+ * another integer type such as numpy's, as ctypes takes them in the Python loop) or is past
+ * 64 bits raises TypeError or OverflowError. 32-bit arguments take the low 32 bits of the value, as
  * the ctypes calls of the Python loop do (the `make_*` functions check them < 2**32).
  *
  * create_files(paths) -> int
@@ -47,11 +48,31 @@ typedef int (*add_u64_fn)(void *, uint32_t, uint64_t);
 typedef int (*metric_fn)(void *, void *, uint64_t, uint32_t, uint8_t, const uint8_t *,
                          const uint64_t *);
 
-/* item i of tuple t as uint64 (an exception set on failure: check PyErr_Occurred) */
-static inline uint64_t u64_at(PyObject *t, Py_ssize_t i)
+/* item i of tuple t as uint64 into *out: an int, or an integer of another type (numpy's:
+ * what ctypes' c_uint64 takes in the Python loop); -1 with an exception set when it is none,
+ * or negative, or past 64 bits */
+static int u64_at(PyObject *t, Py_ssize_t i, uint64_t *out)
 {
-    return PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, i));
+    PyObject *o = PyTuple_GET_ITEM(t, i);
+    if (PyLong_Check(o)) {
+        *out = PyLong_AsUnsignedLongLong(o);
+    } else {
+        PyObject *index = PyNumber_Index(o);
+        if (!index) return -1;
+        *out = PyLong_AsUnsignedLongLong(index);
+        Py_DECREF(index);
+    }
+    return (*out == (uint64_t)-1 && PyErr_Occurred()) ? -1 : 0;
 }
+
+/* `var` of `type` (uint64_t, or narrower: the low bits) from item i of tuple `tup`, or
+ * return NULL */
+#define TAKE(var, type, tup, i)                           \
+    do {                                                  \
+        uint64_t taken_;                                  \
+        if (u64_at((tup), (i), &taken_) < 0) return NULL; \
+        (var) = (type)taken_;                             \
+    } while (0)
 
 static PyObject *write_events(PyObject *self, PyObject *args)
 {
@@ -91,29 +112,33 @@ static PyObject *write_events(PyObject *self, PyObject *args)
         if (!PyTuple_Check(ev) || PyTuple_GET_SIZE(ev) < 2) break;  /* the caller's to write */
         Py_ssize_t size = PyTuple_GET_SIZE(ev);
         PyObject *kind = PyTuple_GET_ITEM(ev, 1);
-        uint64_t t = u64_at(ev, 0);
-        if (PyErr_Occurred()) return NULL;
+        uint64_t t;
+        TAKE(t, uint64_t, ev, 0);
         if ((kind == k_enter || kind == k_leave) && size == 3) {
-            uint32_t region = (uint32_t)u64_at(ev, 2);
-            if (PyErr_Occurred()) return NULL;
+            uint32_t region;
+            TAKE(region, uint32_t, ev, 2);
             rc = (kind == k_enter ? enter : leave)(w, NULL, t, region);
         } else if ((kind == k_send || kind == k_recv) && size == 6) {
-            uint32_t peer = (uint32_t)u64_at(ev, 2), comm = (uint32_t)u64_at(ev, 3),
-                     tag = (uint32_t)u64_at(ev, 4);
-            uint64_t length = u64_at(ev, 5);
-            if (PyErr_Occurred()) return NULL;
+            uint32_t peer, comm, tag;
+            uint64_t length;
+            TAKE(peer, uint32_t, ev, 2);
+            TAKE(comm, uint32_t, ev, 3);
+            TAKE(tag, uint32_t, ev, 4);
+            TAKE(length, uint64_t, ev, 5);
             rc = (kind == k_send ? send : recv)(w, NULL, t, peer, comm, tag, length);
         } else if (kind == k_attrs && size >= 3 && size % 2 == 1) {
-            uint32_t region = (uint32_t)u64_at(ev, 2);
-            if (PyErr_Occurred()) return NULL;
-            for (Py_ssize_t j = 3; j < size && !rc; j += 2) {
-                uint32_t attr = (uint32_t)u64_at(ev, j);
-                uint64_t value = u64_at(ev, j + 1);
-                if (PyErr_Occurred()) return NULL;
-                rc = add_u64(al, attr, value);
+            uint32_t region;
+            TAKE(region, uint32_t, ev, 2);
+            for (Py_ssize_t j = 3; j < size; j += 2) {
+                uint32_t attr;
+                uint64_t value;
+                TAKE(attr, uint32_t, ev, j);
+                TAKE(value, uint64_t, ev, j + 1);
+                rc |= add_u64(al, attr, value);
             }
-            /* libotf2 empties the list when it writes the event: reusable */
-            if (!rc) rc = enter(w, al, t, region);
+            /* as the Python loop: the codes or-ed, the Enter written whatever they were;
+             * libotf2 empties the list when it writes the event: reusable */
+            rc |= enter(w, al, t, region);
         } else if (kind == k_metric && size == 5) {
             PyObject *types = PyTuple_GET_ITEM(ev, 3), *words = PyTuple_GET_ITEM(ev, 4);
             if (!PyTuple_Check(types) || !PyTuple_Check(words)) break;
@@ -121,12 +146,12 @@ static PyObject *write_events(PyObject *self, PyObject *args)
             if (m > MAX_MEMBERS || PyTuple_GET_SIZE(words) != m) break;
             uint8_t type_ids[MAX_MEMBERS];
             uint64_t values[MAX_MEMBERS];
-            uint32_t ref = (uint32_t)u64_at(ev, 2);
+            uint32_t ref;
+            TAKE(ref, uint32_t, ev, 2);
             for (Py_ssize_t j = 0; j < m; j++) {
-                type_ids[j] = (uint8_t)u64_at(types, j);
-                values[j] = u64_at(words, j);
+                TAKE(type_ids[j], uint8_t, types, j);
+                TAKE(values[j], uint64_t, words, j);
             }
-            if (PyErr_Occurred()) return NULL;
             rc = metric(w, NULL, t, ref, (uint8_t)m, type_ids, values);
         } else {
             break;  /* another kind: the caller's to write */

@@ -13,11 +13,11 @@ compressed here, a thread per usable processor, into what HDF5's shuffle and def
 store (`_compressed_chunks`: the same bytes where Python's zlib is the one HDF5 uses, and
 read back the same by any HDF5 anyway), and written as they are. `read_results` and
 `read_provenance` give it back exactly — schema versions 1 to 4 too, converted to today's
-tables (`docs/results.md`) — and turn every problem of a file (missing, not HDF5, a newer
-schema version, a missing dataset) into an `InputError` naming it. Attribute values: bool,
-int (64-bit), float and str are stored as native HDF5 scalars; anything else (None, lists,
-dicts, big ints, strings HDF5 cannot hold) as JSON text under the key prefixed with
-``json:``. The schema is ``docs/results.md``.
+tables, their stats as written (`docs/results.md`) — and turn every problem of a file
+(missing, not HDF5, a newer schema version, a missing dataset) into an `InputError` naming
+it. Attribute values: bool, int (64-bit), float and str are stored as native HDF5 scalars;
+anything else (None, lists, dicts, big ints, strings HDF5 cannot hold) as JSON text under the
+key prefixed with ``json:``. The schema is ``docs/results.md``.
 """
 
 from __future__ import annotations

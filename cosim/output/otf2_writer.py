@@ -15,8 +15,8 @@ when made); rare records (ProgramBegin, ProgramEnd) go through the package's own
 in the same sorted stream. `close` writes the definitions, then renames the directory
 into place; an existing trace at the target is removed only then, so an interrupted write
 never leaves a half trace under the final name, and a writer is never opened on an existing
-archive (which would corrupt it). Ticks must be non-negative ints; UINT64 attribute values and
-message lengths are range-checked (libotf2 would wrap them silently). Nesting and message matching are not checked
+archive (which would corrupt it). Ticks must be integers in [0, 2**64); ticks, UINT64
+attribute values and message lengths are range-checked (libotf2 would wrap them silently). Nesting and message matching are not checked
 here: `cosim.testing.tracecheck` does that on the archive read back.
 """
 
@@ -184,8 +184,8 @@ rest is private to this module)."""
 def make_enter(t: int, region: Any, attrs: Sequence[tuple[Any, int]] | None = None) -> Event:
     """Enter `region` (an `otf2` Region) at tick `t`; `attrs`: optional ``(Attribute, value)``
     pairs of UINT64 attributes (values checked: libotf2 would wrap them silently)."""
-    if t < 0:
-        raise ValueError(f"negative tick {t}")
+    if not 0 <= t <= _U64_MAX:
+        _tick_error(t)
     if attrs:
         flat = [t, _ENTER_ATTRS, region._ref]
         for k, v in attrs:
@@ -198,25 +198,29 @@ def make_enter(t: int, region: Any, attrs: Sequence[tuple[Any, int]] | None = No
     return (t, _ENTER, region._ref)
 
 
+def _tick_error(t: Any) -> None:
+    raise ValueError(f"negative tick {t}" if t < 0 else f"tick {t} past 64 bits")
+
+
 def make_leave(t: int, region: Any) -> Event:
     """Leave `region` at tick `t`."""
-    if t < 0:
-        raise ValueError(f"negative tick {t}")
+    if not 0 <= t <= _U64_MAX:
+        _tick_error(t)
     return (t, _LEAVE, region._ref)
 
 
 def make_send(t: int, receiver: int, comm: Any, tag: int, length: int) -> Event:
     """MpiSend at tick `t` (on the sender's location) to rank `receiver` of `comm` (a Comm)."""
-    if t < 0 or not (0 <= receiver <= _U32_MAX and 0 <= tag <= _U32_MAX
-                      and 0 <= length <= _U64_MAX):
+    if not (0 <= t <= _U64_MAX and 0 <= receiver <= _U32_MAX and 0 <= tag <= _U32_MAX
+            and 0 <= length <= _U64_MAX):
         raise ValueError(f"bad MpiSend (tick, receiver, tag, length) {(t, receiver, tag, length)}")
     return (t, _SEND, receiver, comm._ref, tag, length)
 
 
 def make_recv(t: int, sender: int, comm: Any, tag: int, length: int) -> Event:
     """MpiRecv at tick `t` (on the receiver's location) from rank `sender` of `comm`."""
-    if t < 0 or not (0 <= sender <= _U32_MAX and 0 <= tag <= _U32_MAX
-                      and 0 <= length <= _U64_MAX):
+    if not (0 <= t <= _U64_MAX and 0 <= sender <= _U32_MAX and 0 <= tag <= _U32_MAX
+            and 0 <= length <= _U64_MAX):
         raise ValueError(f"bad MpiRecv (tick, sender, tag, length) {(t, sender, tag, length)}")
     return (t, _RECV, sender, comm._ref, tag, length)
 

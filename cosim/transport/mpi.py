@@ -211,6 +211,8 @@ class MpiAls:
         wall: dict[int, float] = {0: self._wall if self._alone is None else
                                   mine[0].wall_s.get(0, 0.0)}
         for rank, t in enumerate(totals[1:], start=1):
+            if not isinstance(t, AlsTotals):  # a rank interrupted alone: its last word
+                _raise(rank, getattr(t, "error", None) or f"ProtocolError: {t!r} for totals")
             wall[rank] = t.wall_s.get(rank, 0.0)
         return merge_totals(mine + list(totals[1:]), wall)
 
