@@ -76,19 +76,23 @@ def test_ss_uniform_closed_form_with_overhead():
     assert res.makespan == n * (7 + 1000 + 5 + 2000)
 
 
-@pytest.mark.parametrize("technique", names())
-@settings(max_examples=15, deadline=None)
-@given(data=st.data())
-def test_runtime_invariants_every_technique(technique, data):
-    n = data.draw(st.integers(1, 400), label="n")
-    p = data.draw(st.integers(1, 12), label="p")
+def draw_loop(data, *, max_n, max_p):
+    """A random loop: ``(costs, speeds, message ticks, master overhead s, time steps)``."""
+    n = data.draw(st.integers(1, max_n), label="n")
+    p = data.draw(st.integers(1, max_p), label="p")
     values = data.draw(st.lists(st.floats(0.0, 1e5), min_size=n, max_size=n), label="costs")
     speeds = data.draw(st.lists(st.sampled_from([5e8, 1e9, 2e9]), min_size=p, max_size=p))
     lat = data.draw(st.integers(0, 3000), label="lat")
     ovh = data.draw(st.sampled_from([0.0, 1e-6]), label="overhead")
     steps = data.draw(st.integers(1, 2), label="timesteps")
-    costs = costs_of(values)
-    req = [0] + [lat] * (p - 1)
+    return costs_of(values), speeds, [0] + [lat] * (p - 1), ovh, steps
+
+
+@pytest.mark.parametrize("technique", names())
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_runtime_invariants_every_technique(technique, data):
+    costs, speeds, req, ovh, steps = draw_loop(data, max_n=400, max_p=12)
     run = LoopRun(costs=costs, technique=get(technique), speeds=speeds, request_ticks=req,
                   assign_ticks=req, comm=Comm(overhead_s=ovh), timesteps=steps,
                   rng=np.random.default_rng(1))
@@ -106,16 +110,8 @@ def test_a_loop_is_the_same_whenever_it_starts(technique, data):
     """Started later, a loop's every tick moves by as much and nothing else changes — the
     compiled and the Python loops, on any PEs: no absolute time enters its arithmetic (what
     would let an app be simulated before its start tick is known)."""
-    n = data.draw(st.integers(1, 300), label="n")
-    p = data.draw(st.integers(1, 10), label="p")
-    values = data.draw(st.lists(st.floats(0.0, 1e5), min_size=n, max_size=n), label="costs")
-    speeds = data.draw(st.lists(st.sampled_from([5e8, 1e9, 2e9]), min_size=p, max_size=p))
-    lat = data.draw(st.integers(0, 3000), label="lat")
-    ovh = data.draw(st.sampled_from([0.0, 1e-6]), label="overhead")
-    steps = data.draw(st.integers(1, 2), label="timesteps")
+    costs, speeds, req, ovh, steps = draw_loop(data, max_n=300, max_p=10)
     later = data.draw(st.integers(1, 2**60), label="start")
-    costs = costs_of(values)
-    req = [0] + [lat] * (p - 1)
 
     def run(start, compiled):
         loop = LoopRun(costs=costs, technique=get(technique), speeds=speeds, request_ticks=req,
