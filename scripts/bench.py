@@ -42,6 +42,20 @@ def all_stats(summary: dict) -> dict:
     return {**summary["stats"], **summary["execution"]}
 
 
+def cosim_quietly(*argv: str) -> float:
+    """Run ``cosim ARGV`` in this process with its stdout dropped (it must succeed); its wall
+    time in seconds."""
+    import contextlib
+    import io
+
+    from cosim.cli import main
+
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(list(argv)) == 0, argv
+    return time.perf_counter() - t0
+
+
 def best(repeat: int, fn: Callable[[], object]) -> tuple[float, object]:
     """Best wall time of `repeat` calls of `fn`, and the last result."""
     times = []
@@ -1003,10 +1017,6 @@ def _esp(repeat):
 @bench("sweep: `cosim sweep`, 12 runs of Lublin-256 (batch x priority x 2 seeds) on 1 and 2 "
        "local workers (target: 2 workers <= 0.6x the time of 1), a resume, a report, a plot")
 def _sweep(repeat):
-    import contextlib
-    import io
-
-    from cosim.cli import main
     from cosim.paths import TRACES_DIR
 
     walls = {}
@@ -1016,12 +1026,8 @@ def _sweep(repeat):
                         '\n[grid]\nbatch = ["fcfs", "easy", "conservative"]\n'
                         'priority = ["fcfs", "sjf"]\n')
         for jobs in (1, 2):
-            out = Path(tmp) / f"sw{jobs}"
-            t0 = time.perf_counter()
-            with contextlib.redirect_stdout(io.StringIO()):
-                assert main(["sweep", str(spec), "--out", str(out), "--quiet", "--jobs",
-                             str(jobs)]) == 0
-            walls[jobs] = time.perf_counter() - t0
+            walls[jobs] = cosim_quietly("sweep", str(spec), "--out", str(Path(tmp) / f"sw{jobs}"),
+                                        "--quiet", "--jobs", str(jobs))
         import subprocess
         import sys
 
@@ -1033,19 +1039,11 @@ def _sweep(repeat):
         walls["mpi"] = time.perf_counter() - t0
         sims = sum(json.loads(p.read_text())["wall_s"] for p in
                    (Path(tmp) / "sw1" / "runs").glob("*/summary.json"))
-        t0 = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert main(["sweep", str(spec), "--out", str(Path(tmp) / "sw1"), "--quiet"]) == 0
-        resume = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert main(["report", str(Path(tmp) / "sw1"), "--group-by", "batch"]) == 0
-        report = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert main(["plot", str(Path(tmp) / "sw1"), "--x", "priority", "--y",
-                         "mean_wait_s", "--hue", "batch"]) == 0
-        figure = time.perf_counter() - t0
+        first = str(Path(tmp) / "sw1")
+        resume = cosim_quietly("sweep", str(spec), "--out", first, "--quiet")
+        report = cosim_quietly("report", first, "--group-by", "batch")
+        figure = cosim_quietly("plot", first, "--x", "priority", "--y", "mean_wait_s", "--hue",
+                               "batch")
     return [("1 worker: runs/s", 12 / walls[1], "runs/s", None),
             ("2 workers: runs/s", 12 / walls[2], "runs/s", None),
             ("2 workers / 1 worker (wall)", walls[2] / walls[1], "x", None),
@@ -1060,10 +1058,6 @@ def _sweep(repeat):
 @bench("sweep: 8 runs of KTH-SP2 (batch x priority x 2 seeds), one process: the workload read once "
        "per process (cosim.workload.reads) vs once per use (the spec check and each run)")
 def _sweep_reads(repeat):
-    import contextlib
-    import io
-
-    from cosim.cli import main
     from cosim.paths import TRACES_DIR
     from cosim.workload.reads import WORKLOADS
 
@@ -1081,8 +1075,7 @@ def _sweep_reads(repeat):
 
                 def once(k=k, label=label):
                     out = Path(tmp) / f"{label}-{time.perf_counter_ns()}"
-                    with contextlib.redirect_stdout(io.StringIO()):
-                        assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+                    cosim_quietly("sweep", str(spec), "--out", str(out), "--quiet")
                 walls[label], _ = best(repeat, once)
         finally:
             WORKLOADS.keep = keep
@@ -1094,20 +1087,15 @@ def _sweep_reads(repeat):
 @bench("sweep: 8 co-simulated runs (ESP-Mandelbrot, 16 hosts, SS/AF x RCA off/yield x 2 "
        "seeds): serial, 2 worker ranks, one group of 2 ranks per run")
 def _sweep_groups(repeat):
-    import contextlib
-    import io
     import subprocess
     import sys
-
-    from cosim.cli import main
 
     rows, walls = [], {}
     mpiexec = Path(sys.executable).parent / "mpiexec"
     with tempfile.TemporaryDirectory() as tmp:
         esp = Path(tmp) / "esp16.swf"
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert main(["workload", "esp", "--app", "mandelbrot", "--hosts", "16", "--seed",
-                         "2", "-o", str(esp)]) == 0
+        cosim_quietly("workload", "esp", "--app", "mandelbrot", "--hosts", "16", "--seed", "2",
+                      "-o", str(esp))
         spec = Path(tmp) / "spec.toml"
         spec.write_text(f'seeds = [0, 1]\n[base]\nworkload = "{esp}"\nhosts = 16\n'
                         'app_overrides = {width = "48"}\n'
