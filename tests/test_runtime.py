@@ -128,6 +128,85 @@ def test_a_loop_is_the_same_whenever_it_starts(technique, data):
         assert run(later, compiled) == run(0, compiled)
 
 
+def loop_state(loop):
+    """Everything a run has produced so far, and what it will produce: its result with the
+    chunk table, its done and release events, and its next serve tick."""
+    res = loop.result()
+    c = res.chunks
+    table = np.stack([c.rank, c.first, c.size, c.t_assign, c.t_start, c.t_end, c.step])
+    return (table.tobytes(), res.start, res.end, res.finish, res.done, res.n_chunks,
+            list(loop.done_events), list(loop.release_events), loop.next_tick(),
+            loop.served_until)
+
+
+@pytest.mark.parametrize("technique", names())
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_a_loop_moved_in_time_is_the_loop_started_then(technique, data):
+    """A loop simulated from tick 0 to some point and then moved to start at T is, from then
+    on, the same run as one started at T and advanced as far: every tick, chunk and event, and
+    what it does next, resizes included — compiled and Python (what lets an app be
+    simulated before the batch level starts it)."""
+    costs, speeds, req, ovh, steps = draw_loop(data, max_n=300, max_p=10)
+    later = data.draw(st.integers(1, 2**50), label="start")
+    full = LoopRun(costs=costs, technique=get(technique), speeds=speeds, request_ticks=req,
+                   assign_ticks=req, comm=Comm(overhead_s=ovh), timesteps=steps,
+                   rng=np.random.default_rng(5)).run().end
+    until = data.draw(st.integers(0, full + 2), label="until")
+    budget = data.draw(st.sampled_from([1, 7, 1 << 62]), label="budget")
+    resize = data.draw(st.sampled_from(["none", "add", "remove"]), label="resize")
+
+    for compiled in (True, False):
+        def loop(start):
+            return LoopRun(costs=costs, technique=get(technique), speeds=speeds,
+                           request_ticks=req, assign_ticks=req, comm=Comm(overhead_s=ovh),
+                           timesteps=steps, rng=np.random.default_rng(5), start=start,
+                           compiled=compiled)
+
+        moved, there = loop(0), loop(later)
+        moved.advance(until, budget)
+        moved.move(later)
+        there.advance(later + until, budget)
+        assert loop_state(moved) == loop_state(there)
+        at = max(moved.served_until + 1, later + until)
+        for run in (moved, there):
+            if resize == "add":
+                run.add(at, [1e9], [req[-1]], [req[-1]])
+            elif resize == "remove" and len(speeds) > 1 and not run.finished:
+                run.remove(at, [len(speeds) - 1])
+            run.advance(1 << 62)
+        assert loop_state(moved) == loop_state(there)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("technique", ["SS", "FSC", "RND"])
+def test_a_long_loop_moved_midway_is_the_loop_started_then(technique, compiled):
+    # 3,000 chunks: the compiled loop's table spans several blocks (256, 512, ... rows) and
+    # the Python loop's rows have turned into lists of prefix sums
+    costs = costs_of(np.random.default_rng(8).exponential(1e5, 3000))
+
+    def loop(start):
+        return run_loop(costs, technique, 6, speeds=[1e9, 2e9] * 3, start=start,
+                        rng=np.random.default_rng(1), compiled=compiled)
+
+    moved, there = loop(0), loop(123_456_789)
+    moved.advance(1 << 62, 2000)
+    moved.move(123_456_789)
+    there.advance(1 << 62, 2000)
+    assert loop_state(moved) == loop_state(there)
+    moved.advance(1 << 62)
+    there.advance(1 << 62)
+    assert loop_state(moved) == loop_state(there)
+
+
+def test_a_loop_with_a_varying_availability_is_not_moved():
+    costs = costs_of([1e6] * 10)
+    run = LoopRun(costs=costs, technique=get("SS"), speeds=[1e9], request_ticks=[0],
+                  assign_ticks=[0], availability=[Availability(times=(0, 5000), factors=(1.0, 0.5))])
+    with pytest.raises(ValueError, match="varying availability"):
+        run.move(10)
+
+
 @pytest.mark.parametrize("technique", ["RND", "AF", "AWF-C", "GSS"])
 def test_same_seed_same_chunks(technique):
     costs = costs_of(np.random.default_rng(3).exponential(1e4, 2000))

@@ -344,6 +344,38 @@ class LoopRun:
             self._planner = self._new_planner(self._remaining)
         self._maybe_next_step(at)
 
+    def move(self, dt: int) -> None:
+        """Make this run the same loop started `dt` ticks later, advanced as far: every tick
+        of its state, chunk table and events moves by `dt`. Exact because nothing in the model
+        depends on when a loop starts (message times, chunk lengths and the technique's
+        decisions are durations; tests/test_runtime.py checks it for every technique): an app
+        simulated before the batch level starts it (`cosim.als.manager`) is moved to its
+        start. Needs every PE at a constant availability (a profile is set in absolute time)."""
+        if any(a.constant is None for a in self._avail):
+            raise ValueError("a loop with a varying availability cannot be moved in time")
+        if dt == 0:
+            return
+        self.start += dt
+        step = dt << _SHIFT
+        self._heap = [k + step for k in self._heap]  # the same order: every key moves alike
+        self._mfree += dt
+        self._finish = [f + dt for f in self._finish]
+        self._done = [None if d is None else d + dt for d in self._done]
+        self._last = [None if x is None else (x[0], x[1] + dt, x[2] + dt, x[3] + dt, x[4])
+                      for x in self._last]
+        self._removed_at = [t if t == _NEVER else t + dt for t in self._removed_at]
+        if self._served >= 0:
+            self._served += dt
+        self.done_events = [(t + dt, r) for t, r in self.done_events]
+        self.release_events = [(t + dt, r) for t, r in self.release_events]
+        for c in self._cols[3:6]:
+            c[:] = [t + dt for t in c]
+        for block in self._segs:
+            block[3:6] += dt
+        if self._blk is not None:
+            self._blk[3:6, :self._blk_pos] += dt
+        self._kc = None  # the removal ticks it holds moved
+
     # -- simulation -----------------------------------------------------------------------
 
     def next_tick(self) -> int | None:
