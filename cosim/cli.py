@@ -586,7 +586,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
             try:
                 for run in runs:
-                    serve_als(run, comm)
+                    serve_als(run, comm, rank0_apps=args.rank0_apps)
             except StoppedByInterrupt:  # rank 0 was interrupted (this rank was not): no next run
                 return 0
             return 0
@@ -729,7 +729,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                 return run_sweep(runs, out, part=part, progress=progress,
                                  execute_run=run_there, executor=executor)
 
-        mine = sweep_on_ranks(comm, args.ranks_per_run, on_ranks, run, prepare, serve_als)
+        mine = sweep_on_ranks(comm, args.ranks_per_run, on_ranks, run, prepare,
+                              functools.partial(serve_als, rank0_apps=args.rank0_apps))
         if mine is None:
             return 0  # a rank of a group: it served until rank 0 was done
     elif args.ranks_per_run > 1:

@@ -484,18 +484,24 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
                      power=result.power)
 
 
-def serve_als(run: Prepared, comm: Any, abandoned: Callable[[], bool] | None = None) -> None:
-    """The part of an ALS rank (1..K-1) in a prepared run: simulate the apps rank 0 sends.
-    `abandoned()`: polled until rank 0's hello; True ends the part (a sweep's run that
+def serve_als(run: Prepared, comm: Any, abandoned: Callable[[], bool] | None = None, *,
+              rank0_apps: bool = False) -> None:
+    """The part of an ALS rank (1..K-1) in a prepared run: simulate the apps rank 0 sends,
+    and before their start those its placement plans for this rank (`rank0_apps` as rank
+    0's). `abandoned()`: polled until rank 0's hello; True ends the part (a sweep's run that
     failed on its first rank before the hello)."""
     if not run.coupled:
         return  # a batch-only run happens on rank 0 alone
     from cosim.als.manager import AppSimulator
-    from cosim.runner import upcoming_apps
+    from cosim.placement import ahead_plan, app_ranks
+    from cosim.runner import ahead_jobs, upcoming_apps
     from cosim.transport.mpi import serve
 
+    jobs = run.workload.jobs
+    plan = ahead_plan(jobs, app_ranks(comm.size, rank0_apps, run.als.technique), run.n_hosts)
     serve(comm, lambda: AppSimulator(platform=run.platform, config=run.als, bounds=True,
-                                     upcoming=upcoming_apps(run.workload.jobs)), abandoned)
+                                     upcoming=upcoming_apps(jobs),
+                                     ahead=ahead_jobs(jobs, plan, comm.rank)), abandoned)
 
 
 def plan(opt: RunOptions) -> list[RunOptions]:

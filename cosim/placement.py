@@ -11,11 +11,17 @@ rank 0 with ``rank0_apps``; but with ``rank0_apps`` and a technique that is not
 `fine_grained` (its loops are a few hundred chunks, e.g. FAC2: the ESP-Mandelbrot main job
 simulates 79 k chunks for 230 apps in ≈ 0.2 s), rank 0 alone: sending such apps away costs
 more rounds than their simulation, and a 2-rank FAC2 run was 0.80× as fast as one process.
+
+With ALS ranks among the candidates, apps are also simulated *before* their start
+(`cosim.als.manager`): every app job of fixed size is then given a rank before the run
+(`ahead_plan`: in submission order, in turn over the candidates from the first ALS rank, rank
+0 last), so that each rank knows which apps it will get; the placement follows that plan, and
+`LeastWork` places the others (malleable jobs, whose start size is decided at their start).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from cosim.platform import Platform
@@ -24,8 +30,9 @@ from cosim.transport.base import TRACE
 
 if TYPE_CHECKING:  # the application level loads only when a job runs an app
     from cosim.als.techniques import Technique
+    from cosim.workload.jobs import Job
 
-__all__ = ["LeastWork", "TRACE", "app_ranks"]
+__all__ = ["LeastWork", "TRACE", "ahead_plan", "app_ranks"]
 
 
 def app_ranks(size: int, rank0_apps: bool, technique: Technique) -> list[int]:
@@ -36,14 +43,32 @@ def app_ranks(size: int, rank0_apps: bool, technique: Technique) -> list[int]:
     return [0, *range(1, size)] if technique.fine_grained else [0]
 
 
-class LeastWork:
-    """The placement of the module docstring over `ranks` (candidate destinations)."""
+def ahead_plan(jobs: Sequence[Job], ranks: Sequence[int], n_hosts: int) -> dict[int, int]:
+    """The rank of every app job that can be simulated before its start (module docstring):
+    job id -> rank, for the app jobs of fixed size (not resizable) that fit on `n_hosts`
+    hosts, dealt in ``(submit, id)`` order to `ranks` in turn, ALS ranks first and rank 0 last
+    (it also runs the batch level). Empty with no ALS rank among `ranks`: nothing runs
+    ahead in one process. Every rank computes it alike from the same workload."""
+    als = sorted(r for r in ranks if r != 0)
+    if not als:
+        return {}
+    order = als + [0] * (0 in ranks)  # shares unequal the other way measured no better
+    todo = sorted((j for j in jobs if j.app != "rigid" and not j.resizable
+                   and j.hosts <= n_hosts), key=lambda j: (j.submit, j.id))
+    return {j.id: order[k % len(order)] for k, j in enumerate(todo)}
 
-    def __init__(self, ranks: Sequence[int], platform: Platform | None) -> None:
+
+class LeastWork:
+    """The placement of the module docstring over `ranks` (candidate destinations); a job of
+    `plan` (job id -> rank, `ahead_plan`) goes to its planned rank."""
+
+    def __init__(self, ranks: Sequence[int], platform: Platform | None,
+                 plan: Mapping[int, int] | None = None) -> None:
         if not ranks:
             raise ValueError("no rank can simulate apps: run with more ranks or rank0_apps")
         self.ranks = list(ranks)
         self.platform = platform
+        self.plan = {} if plan is None else dict(plan)
         self._load: dict[int, dict[int, tuple[int, int]]] = {r: {} for r in self.ranks}
         self._rank_of: dict[int, int] = {}
 
@@ -52,8 +77,10 @@ class LeastWork:
             return TRACE
         if len(self.ranks) == 1:
             return self.ranks[0]
-        best = min(self.ranks, key=lambda r: (sum(p * max(0, e - now) for e, p in
-                                                  self._load[r].values()), r))
+        best = self.plan.get(cmd.job_id)
+        if best is None:
+            best = min(self.ranks, key=lambda r: (sum(p * max(0, e - now) for e, p in
+                                                      self._load[r].values()), r))
         speed = self.platform.hosts[cmd.hosts[0]].speed if self.platform is not None else 1.0
         flop = dict(cmd.params).get("total_flop")
         ideal = float(flop) / (cmd.pes * speed) if flop else 1.0

@@ -25,9 +25,9 @@ replay instead, which gives the same result without rounds (``replay=False``: th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,11 +36,14 @@ from cosim.bls.replay import replay as replay_trace
 from cosim.bls.replay import replayable
 from cosim.bls.scheduler import BatchConfig, BatchScheduler
 from cosim.errors import InputError, ProtocolError
-from cosim.placement import TRACE, LeastWork, app_ranks
+from cosim.placement import TRACE, LeastWork, ahead_plan, app_ranks
 from cosim.protocol.messages import Command
 from cosim.transport.base import AlsGroup, AlsTotals
 from cosim.transport.loopback import LocalAls
 from cosim.workload.jobs import Job, JobOutcome
+
+if TYPE_CHECKING:  # the application level loads only when a job runs an app
+    from cosim.als.manager import AheadJob
 
 __all__ = ["EXECUTION_STATS", "RunStats", "SimResult", "simulate", "simulate_batch",
            "cosimulate", "run_rounds"]
@@ -57,7 +60,8 @@ class RunStats:
     answers); passes: scheduling passes; events: facts + submissions + walltime expiries;
     chunk_events, apps: chunks simulated and apps started by the application level; wall_*:
     wall-clock seconds (provenance, not deterministic; ALS summed over ranks); rollbacks: app
-    runs replayed to apply a command stamped before their run-ahead; exclusion_*: RCA full;
+    runs replayed to apply a command stamped before their run-ahead; apps_ahead: apps started
+    from a run simulated before their start (MPI, `cosim.als.manager`); exclusion_*: RCA full;
     shrinks, expands, pes_released: resize commands and PEs released after shrinks;
     guest_starts: jobs started as malleable guests (SD-Policy); release_wait_s,
     release_wait_max_s: the malleability latency — seconds guests waited, in all and at most,
@@ -66,8 +70,8 @@ class RunStats:
     then falls back to first-fit, as Slurm does without ``--contiguous``).
 
     `EXECUTION_STATS` are facts of the execution, not of the simulated system: the ranks, the
-    wall times, and what depends on them (`rounds` and `rollbacks` vary with how far each MPI
-    rank had run its apps ahead when a round came); `split` keeps them apart.
+    wall times, and what depends on them (`rounds`, `rollbacks` and `apps_ahead` vary with how
+    far each MPI rank had run its apps ahead when a round came); `split` keeps them apart.
     """
 
     rounds: int
@@ -84,6 +88,7 @@ class RunStats:
     wall_als_s: float = 0.0
     ranks: int = 1
     rollbacks: int = 0
+    apps_ahead: int = 0
     exclusion_requests: int = 0
     exclusions_accepted: int = 0
     hosts_excluded: int = 0
@@ -105,7 +110,8 @@ class RunStats:
 
 #: `RunStats` fields that depend on how the run was executed (ranks, timing), not on what was
 #: simulated: kept out of ``results.h5`` and under ``execution`` in ``summary.json``
-EXECUTION_STATS = ("ranks", "rounds", "rollbacks", "wall_s", "wall_bls_s", "wall_als_s")
+EXECUTION_STATS = ("ranks", "rounds", "rollbacks", "apps_ahead", "wall_s", "wall_bls_s",
+                   "wall_als_s")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -225,21 +231,23 @@ def simulate(
     else:
         from cosim.als.manager import AppSimulator
 
-        def apps(bounds: bool) -> AppSimulator:
+        def apps(bounds: bool, plan: dict[int, int]) -> AppSimulator:
             # lower-bound promises pay where other ranks run apps meanwhile (AppSimulator)
             return AppSimulator(platform=platform, config=als, cache_dir=cache_dir,
-                                bounds=bounds, upcoming=upcoming_apps(order))
+                                bounds=bounds, upcoming=upcoming_apps(order),
+                                ahead=ahead_jobs(order, plan, 0))
 
         if comm is None or comm.size == 1:
-            group = LocalAls({TRACE: trace, 0: apps(False)}, LeastWork([0], platform))
+            group = LocalAls({TRACE: trace, 0: apps(False, {})}, LeastWork([0], platform))
         else:
             from cosim.transport.mpi import MpiAls
 
             ranks = comm.size
             where = app_ranks(comm.size, rank0_apps, als.technique)
+            plan = ahead_plan(order, where, n_hosts)
             # apps on rank 0 alone (coarse-grained loops): exact promises, as in one process
-            local = {TRACE: trace, **({0: apps(where != [0])} if rank0_apps else {})}
-            group = MpiAls(comm, local=local, placement=LeastWork(where, platform))
+            local = {TRACE: trace, **({0: apps(where != [0], plan)} if rank0_apps else {})}
+            group = MpiAls(comm, local=local, placement=LeastWork(where, platform, plan))
     rounds, facts_seen, wall_bls, totals = run_rounds(order, sched, group, quantum, progress)
     outcomes = tuple(sched.outcomes[j.id] for j in sorted(order, key=lambda j: j.id))
     stats = RunStats(rounds=rounds, passes=sched.passes,
@@ -248,7 +256,8 @@ def simulate(
                      chunk_events=totals.chunk_events, apps=totals.apps,
                      wall_s=time.perf_counter() - wall0, wall_bls_s=wall_bls,
                      wall_als_s=sum(totals.wall_s.values()), ranks=ranks,
-                     rollbacks=totals.rollbacks, exclusion_requests=sched.exclusion_requests,
+                     rollbacks=totals.rollbacks, apps_ahead=totals.ahead,
+                     exclusion_requests=sched.exclusion_requests,
                      exclusions_accepted=sched.exclusions_accepted,
                      hosts_excluded=sched.hosts_excluded, shrinks=sched.shrinks,
                      expands=sched.expands, pes_released=sched.pes_released,
@@ -338,6 +347,16 @@ def upcoming_apps(jobs: Sequence[Job]) -> list[tuple[str, Any]]:
     `AppSimulator`'s `upcoming`."""
     return [(j.app, j.app_params) for j in sorted(jobs, key=lambda j: (j.submit, j.id))
             if j.app != "rigid"]
+
+
+def ahead_jobs(jobs: Sequence[Job], plan: Mapping[int, int], rank: int) -> list[AheadJob]:
+    """The jobs of `plan` (`cosim.placement.ahead_plan`) that go to `rank`, in ``(submit,
+    id)`` order, for `AppSimulator`'s ``ahead``."""
+    from cosim.als.manager import AheadJob
+
+    return [AheadJob(j.id, j.app, tuple(sorted(j.app_params.items())), j.hosts, j.pes,
+                     j.walltime if j.walltime > 0 else None)
+            for j in sorted(jobs, key=lambda j: (j.submit, j.id)) if plan.get(j.id) == rank]
 
 
 def run_rounds(order: Sequence[Job], sched: BatchScheduler, group: AlsGroup,

@@ -19,7 +19,9 @@ from cosim.als.techniques import get
 from cosim.core.indexset import IndexSet
 from cosim.errors import InputError
 from cosim.platform import load_platform
-from cosim.protocol.messages import StartApp
+from cosim.protocol.messages import (
+    ExcludeHosts, ExpandApp, HostsExcluded, KillApp, ShrinkApp, StartApp,
+)
 
 PLATFORM = load_platform("tiny8x2")  # 8 hosts x 2 cores, 1 GF
 N = 400  # iterations of the uniform profile
@@ -249,3 +251,129 @@ def test_a_rank_that_ends_on_its_own_error_at_the_stop_is_reported(mpi_als, word
     else:
         with pytest.raises(CosimError, match=raised):
             als.finish()
+
+
+# -- apps simulated before their start ---------------------------------------------------------
+
+def loops_of(sim):
+    """Each job's loop result, chunk table included, as comparable values."""
+    out = {}
+    for jid, r in sim.totals().loops.items():
+        c = r.chunks
+        out[jid] = (r.start, r.end, r.finish, r.done, r.n_chunks, r.pes, c.rank.tobytes(),
+                    c.first.tobytes(), c.size.tobytes(), c.t_assign.tobytes(),
+                    c.t_start.tobytes(), c.t_end.tobytes())
+    return out
+
+
+def ahead_job(job_id, params, *, hosts=2, pes=4, walltime=None):
+    return manager.AheadJob(job_id, "profile", tuple(sorted(params.items())), hosts, pes,
+                            walltime)
+
+
+def play(sim, script, spins):
+    """Apply `script` (commands in time order), granting each command's tick first, with
+    ``spins[k]`` calls of `speculate` before the k-th; then every fact left."""
+    facts = []
+    for k, cmd in enumerate(script):
+        for _ in range(spins[k % len(spins)]):
+            sim.speculate(7)
+        facts += sim.advance(cmd.time)
+        sim.apply([cmd])
+    return facts + drain(sim)
+
+
+def test_a_job_simulated_before_its_start_gives_the_facts_of_one_simulated_after(uniform):
+    flop = {**uniform, "total_flop": "4e9"}  # 1 s on 4 PEs of 1 GF
+    jobs = [ahead_job(1, flop), ahead_job(2, flop), ahead_job(3, flop, hosts=1, pes=2)]
+    script = [start(1, flop, time=5, hosts=(2, 3)),  # other hosts, the same message times
+              start(2, flop, time=300_000_000, hosts=(0, 1)),
+              start(3, flop, time=400_000_001, hosts=(5,), pes=2)]
+    lazy = simulator()
+    expected = play(lazy, script, [0])
+    for spins in ([10_000], [0, 10_000, 40], [3]):  # all ahead, some, barely begun
+        sim = AppSimulator(platform=PLATFORM, config=lazy.config, bounds=True, ahead=jobs)
+        assert play(sim, script, spins) == expected
+        assert loops_of(sim) == loops_of(lazy)
+        if spins == [10_000]:
+            assert sim.totals().ahead == 3  # each start took its run from before
+
+
+def test_commands_after_a_start_act_on_a_run_simulated_before_it(uniform):
+    """Shrinks, expands and exclusions replay a moved run from its start tick, and a kill
+    truncates it, as they do any run."""
+    flop = {**uniform, "total_flop": "8e9"}
+    t0, t1 = 1_000, 900_000_000  # job 2's walltime kill at t1, announced at its start
+    jobs = [ahead_job(1, flop), ahead_job(2, flop, walltime=t1 - t0), ahead_job(3, flop)]
+    script = [start(1, flop, time=t0, hosts=(0, 1)),
+              StartApp(time=t0, job_id=2, hosts=(2, 3), pes=4, app="profile",
+                       params=tuple(sorted(flop.items())), pe_set=IndexSet.of(()), limit=t1),
+              start(3, flop, time=t0, hosts=(4, 5)),
+              ShrinkApp(time=t0 + 300_000_000, job_id=1, pes=IndexSet.of([3])),
+              ExpandApp(time=t0 + 400_000_000, job_id=2, pes=IndexSet.of([12, 13])),
+              ExcludeHosts(time=t0 + 500_000_000, job_id=3, count=1, for_job=9),
+              KillApp(time=t1, job_id=2)]
+    lazy = AppSimulator(platform=PLATFORM, config=AlsConfig(technique=get("SS"), record=True,
+                                                            max_slowdown=10.0), bounds=True)
+    expected = play(lazy, script, [0])
+    sim = AppSimulator(platform=PLATFORM, config=lazy.config, bounds=True, ahead=jobs)
+    assert play(sim, script, [10_000, 0]) == expected
+    assert loops_of(sim) == loops_of(lazy)
+    assert sim.totals().ahead == 3 and sim.totals().rollbacks >= 3
+    assert any(isinstance(f, HostsExcluded) and f.hosts for f in expected)  # really excluded
+
+
+def test_a_start_that_does_not_fit_the_run_simulated_before_it_starts_afresh(uniform):
+    flop = {**uniform, "total_flop": "4e9"}
+    jobs = [ahead_job(1, flop), ahead_job(2, flop, walltime=10**9),
+            ahead_job(3, {**uniform, "total_flop": "5e9"}), ahead_job(4, flop),
+            ahead_job(5, flop), ahead_job(6, flop)]
+    script = [start(1, flop, time=0, hosts=(0, 1, 2), pes=5),  # other PEs
+              # the run went to its walltime, past this start's earlier kill
+              StartApp(time=10, job_id=2, hosts=(2, 3), pes=4, app="profile",
+                       params=tuple(sorted(flop.items())), pe_set=IndexSet.of(()),
+                       limit=10 + 500_000_000),
+              start(3, flop, time=20, hosts=(4, 5)),  # other parameters: a miss
+              start(4, flop, time=30, hosts=(6, 7), pes=3),  # a second miss: no more ahead
+              KillApp(time=10 + 500_000_000, job_id=2)]
+    lazy = simulator()
+    expected = play(lazy, script, [0])
+    sim = AppSimulator(platform=PLATFORM, config=lazy.config, bounds=True, ahead=jobs)
+    assert play(sim, script, [10_000]) == expected
+    assert loops_of(sim) == loops_of(lazy)
+    assert sim.totals().ahead == 0
+    assert not sim._pre and not sim._ahead  # two misses in a row: jobs 5, 6 not simulated
+
+
+def test_ahead_plan_deals_fixed_size_app_jobs_in_submission_order(uniform):
+    from cosim.placement import ahead_plan
+    from cosim.workload.jobs import Job
+
+    def job(i, submit, *, app="profile", hosts=2, kind="rigid"):
+        return Job(id=i, submit=submit, hosts=hosts, pes=2 * hosts, walltime=10**12,
+                   runtime=0 if app != "rigid" else 10, app=app, kind=kind,
+                   min_pes=2 if kind != "rigid" else 0, max_pes=4 if kind != "rigid" else 0)
+
+    jobs = [job(5, 30), job(1, 10), job(2, 10), job(3, 20, app="rigid"),
+            job(4, 20, kind="malleable"), job(6, 40, hosts=9), job(7, 50), job(8, 60)]
+    assert ahead_plan(jobs, [0, 1, 2], 8) == {1: 1, 2: 2, 5: 0, 7: 1, 8: 2}
+    assert ahead_plan(jobs, [1], 8) == {1: 1, 2: 1, 5: 1, 7: 1, 8: 1}
+    assert ahead_plan(jobs, [0], 8) == {}  # one process: nothing runs ahead
+
+
+def test_running_apps_and_apps_before_their_start_run_ahead_in_turn(uniform):
+    """A rank busy with running apps still gets ahead of the starts to come: `speculate`
+    alternates between the two while both have work."""
+    flop = {**uniform, "total_flop": "8e9"}
+    sim = AppSimulator(platform=PLATFORM, config=AlsConfig(technique=get("SS"), record=True),
+                       bounds=True, ahead=[ahead_job(2, flop)])
+    sim.apply([start(1, flop, time=0)])
+    sim.advance(0)
+    running = sim._apps[1].run
+    moved = []
+    for _ in range(8):
+        before = running._n_chunks
+        assert sim.speculate(5)
+        moved.append("running" if running._n_chunks != before else "ahead")
+    assert moved == ["ahead", "running"] * 4  # (the first turn begins job 2's run)
+    assert sim._pre[2][1]._n_chunks == 15

@@ -24,6 +24,18 @@ their end); the coordinator then grants up to it and gets the facts up to each g
 (`until`), so results do not change, only when the work is done. A command stamped before an
 app's last granted tick is a `ProtocolError`.
 
+**Apps simulated before their start.** Given ``ahead`` (the app jobs the runner's placement
+will send to this simulator, `cosim.placement.ahead_plan`), a simulator with nothing else to
+run ahead simulates the next of them from tick 0 on the PEs of the job's first hosts, up to its
+walltime (`_simulate_ahead`, at most `AHEAD_MAX` waiting at a time). When the job starts at t
+on PEs with the same speeds and message times (every placement on a uniform platform), the run
+is moved to t (`LoopRun.move`: nothing in the model depends on when a loop starts) and
+continues from there: the same run as one started at t and advanced as far, so facts and
+results do not change, only when the work is done; anything else (other PEs, parameters, a
+walltime limit it ran past) starts afresh, and `AHEAD_MISSES` placements that did not fit in a
+row stop it (a platform of unequal hosts). Later commands act on a moved run as on any other
+(a replay starts from the start tick).
+
 **Commands apply after their tick.** Requests served at a command's tick t may have produced
 facts stamped t, already reported (a "done" inside a host takes no time), so `ExcludeHosts`,
 `ShrinkApp` and `ExpandApp` at t act on the app's state after the requests served at t and
@@ -87,6 +99,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,9 +134,30 @@ from cosim.workload import TaskCosts, load_app
 #: parameters and total work (about 24 bytes each: costs and two prefix sums; 100 MiB)
 SCALED_COSTS_BUDGET = 1 << 22
 
-__all__ = ["AlsConfig", "AppSimulator"]
+#: Apps a simulator keeps simulated ahead of their start at most (their chunk tables wait in
+#: memory: SS on 262,144 tasks, 15 MB each)
+AHEAD_MAX = 16
+#: Apps simulated ahead whose start did not fit (other speeds or message times) in a row, after
+#: which a simulator simulates no more ahead
+AHEAD_MISSES = 2
+
+__all__ = ["AlsConfig", "AheadJob", "AppSimulator"]
 
 _NEVER = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class AheadJob:
+    """An app job a simulator may simulate before its start (`AppSimulator`'s ``ahead``):
+    its id, app and parameters as `StartApp` carries them, the hosts and PEs it asks for, and
+    its walltime in ticks (None: never killed)."""
+
+    job_id: int
+    app: str
+    params: tuple[tuple[str, str], ...]
+    hosts: int
+    pes: int
+    walltime: int | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,7 +217,7 @@ class _App:
                               "kill_at", "limit", "seq")
 
     def __init__(self, job_id: int, factory: Callable[[], LoopRun], pes: list[int],
-                 host_of: list[int]) -> None:
+                 host_of: list[int], run: LoopRun | None = None) -> None:
         self.job_id = job_id
         self.factory = factory  # a fresh run from the start: replays for rollbacks
         self.pes0 = tuple(pes)  # global PE of each rank at the start
@@ -194,7 +228,7 @@ class _App:
         self.limit = _NEVER  # the announced walltime kill: never simulate past it
         self.seq = 0
         self.pending: list[tuple[tuple[int, int, int], int, int, Fact]] = []
-        self.adopt(factory())
+        self.adopt(factory() if run is None else run)  # `run`: one `factory` would give, ahead
 
     def adopt(self, run: LoopRun) -> None:
         """Make `run` (fresh from the start) the app's simulation; facts found from the
@@ -470,15 +504,25 @@ class AppSimulator:
         so that starting them later costs a lookup (under MPI a rank waits for rank 0
         meanwhile). What it cannot prepare (a bad parameter) is left to the start, which
         reports it; it then prepares nothing more.
+    ahead:
+        The jobs this simulator will be sent, in the order to simulate them before their
+        start (module docstring); none by default.
     """
 
     def __init__(self, *, platform: Platform, config: AlsConfig,
                  cache_dir: str | None = None, bounds: bool = False,
-                 upcoming: Iterable[tuple[str, Mapping[str, str]]] = ()) -> None:
+                 upcoming: Iterable[tuple[str, Mapping[str, str]]] = (),
+                 ahead: Iterable[AheadJob] = ()) -> None:
         self.platform = platform
         self.config = config
         self.bounds = bounds
         self._upcoming = iter(upcoming)
+        self._ahead = deque(ahead)
+        # job id -> (job, its run from tick 0, the speeds and message times it ran with)
+        self._pre: dict[int, tuple[AheadJob, LoopRun, tuple[list[Any], ...]]] = {}
+        self._open: deque[int] = deque()  # of `_pre`, those not yet run to their end
+        self._misses = 0
+        self._turn = False  # `speculate` alternates: an app ahead of its start, a running one
         self._cache_dir = cache_dir
         self._pe_hosts = platform.pe_hosts()
         self._base: dict[tuple[str, tuple[tuple[str, str], ...]], TaskCosts] = {}
@@ -497,6 +541,7 @@ class AppSimulator:
         self.chunk_events = 0
         self.apps_started = 0
         self.rollbacks = 0  # runs replayed to an earlier tick to apply an exclusion or resize
+        self.ahead_used = 0  # apps started from a run simulated before their start
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -580,20 +625,48 @@ class AppSimulator:
             pe_idx = job_pe_indices(self._pe_hosts, cmd.hosts, cmd.pes)
         host_of, speeds, req, asg = job_pe_placement(self.platform, self._pe_hosts, pe_idx,
                                                      self.config.comm)
-        cfg = self.config
 
         def factory() -> LoopRun:
-            return LoopRun(costs=costs, technique=cfg.technique, params=cfg.params,
-                           speeds=speeds, request_ticks=req, assign_ticks=asg, comm=cfg.comm,
-                           start=cmd.time, rng=stream(cfg.seed, "technique", cmd.job_id),
-                           record=cfg.record, compiled=cfg.compiled)
+            return self._loop(costs, (speeds, req, asg), cmd.time, cmd.job_id)
 
-        app = _App(cmd.job_id, factory, pe_idx, host_of)
+        app = _App(cmd.job_id, factory, pe_idx, host_of,
+                   run=self._moved(cmd, (speeds, req, asg)))
         if cmd.limit is not None:
             app.limit = cmd.limit
         app.push(AppStarted(time=cmd.time, job_id=cmd.job_id))
         self._apps[cmd.job_id] = app
         self.apps_started += 1
+
+    def _loop(self, costs: TaskCosts, placed: tuple[list[Any], ...], start: int,
+              job_id: int) -> LoopRun:
+        """A job's loop from `start` on PEs of ``placed = (speeds, request, assignment
+        ticks)``."""
+        cfg = self.config
+        speeds, req, asg = placed
+        return LoopRun(costs=costs, technique=cfg.technique, params=cfg.params, speeds=speeds,
+                       request_ticks=req, assign_ticks=asg, comm=cfg.comm, start=start,
+                       rng=stream(cfg.seed, "technique", job_id), record=cfg.record,
+                       compiled=cfg.compiled)
+
+    def _moved(self, cmd: StartApp, placed: tuple[list[Any], ...]) -> LoopRun | None:
+        """The run simulated ahead for the job `cmd` starts, moved to its start, when it is
+        the one the start gives (module docstring); else None."""
+        pre = self._pre.pop(cmd.job_id, None)
+        if pre is None:
+            return None
+        job, run, used = pre
+        if used != placed or job.app != cmd.app or job.params != tuple(cmd.params):
+            self._misses += 1
+            if self._misses >= AHEAD_MISSES:
+                self._ahead.clear()
+                self._pre.clear()
+            return None
+        self._misses = 0
+        if cmd.limit is not None and run.served_until >= cmd.limit - cmd.time:
+            return None  # it ran past the walltime kill this start sets
+        run.move(cmd.time)
+        self.ahead_used += 1
+        return run
 
     def _kill(self, cmd: KillApp) -> None:
         app = self._apps.get(cmd.job_id)
@@ -745,10 +818,15 @@ class AppSimulator:
     def speculate(self, budget: int = 2000) -> bool:
         """Run one app ahead by at most `budget` chunks (never past its walltime limit): the
         one furthest behind in simulated time (its next tick; ties to the lower job id), which
-        the next grant would wait for; with none left, prepare the costs of the next app to
-        come (`upcoming`). False when there is nothing left to do. Facts found stay pending
-        until a grant covers them, so speculation changes when work is done, never a
-        result."""
+        the next grant would wait for — every other call, an app simulated before its start
+        instead, when there is one to run (`_simulate_ahead`: else running apps would keep a
+        busy rank from ever getting ahead of the starts); with none left, prepare the costs
+        of the next app to come (`upcoming`). False when there is nothing left to do. Facts
+        found stay pending until a grant covers them, so speculation changes when work is
+        done, never a result."""
+        self._turn = not self._turn
+        if self._turn and self._ahead_or_open() and self._simulate_ahead(budget):
+            return True
         behind = None  # (next tick, job id) of the app furthest behind in simulated time
         for jid, app in self._apps.items():
             nt = app.run.next_tick()
@@ -757,13 +835,51 @@ class AppSimulator:
             if behind is None or (nt, jid) < behind:
                 behind = (nt, jid)
         if behind is None:
-            return self._prepare_next()
+            return self._simulate_ahead(budget) or self._prepare_next()
         jid = behind[1]
         app = self._apps[jid]
         app.run.advance(min(app.kill_at, app.limit), budget)
         app.collect()
         self._promised.pop(jid, None)  # a lower bound may now be a tighter one
         return True
+
+    def _ahead_or_open(self) -> bool:
+        """True when an app may be simulated before its start (one begun, or one to begin)."""
+        return bool(self._open or self._ahead)
+
+    def _simulate_ahead(self, budget: int) -> bool:
+        """Run an app simulated ahead of its start (module docstring) by at most `budget`
+        chunks, the first not yet at its end, or begin the next one; False when there is
+        none to run (at most `AHEAD_MAX` wait for their start)."""
+        while self._open:  # the runs simulated ahead not yet at their end, oldest first
+            jid = self._open[0]
+            pre = self._pre.get(jid)
+            if pre is not None:
+                job, run, _ = pre
+                stop = _NEVER if job.walltime is None else job.walltime
+                nt = run.next_tick()
+                if nt is not None and nt < stop:
+                    run.advance(stop, budget)
+                    return True
+            self._open.popleft()  # at its end, or started meanwhile
+        while self._ahead and len(self._pre) < AHEAD_MAX:
+            job = self._ahead.popleft()
+            if job.job_id in self._apps or job.job_id in self.results or not (
+                    0 < job.hosts <= self.platform.n_hosts):
+                continue  # started already, or it cannot start on this platform
+            try:
+                costs = self._costs(job.app, {**self.config.app_overrides, **dict(job.params)})
+                pe_idx = job_pe_indices(self._pe_hosts, range(job.hosts), job.pes)
+                placed = job_pe_placement(self.platform, self._pe_hosts, pe_idx,
+                                          self.config.comm)[1:]
+                run = self._loop(costs, placed, 0, job.job_id)
+            except Exception:  # noqa: BLE001 - the job's start, if it comes, says why
+                self._ahead.clear()
+                return False
+            self._pre[job.job_id] = (job, run, placed)
+            self._open.append(job.job_id)
+            return True
+        return False
 
     def _prepare_next(self) -> bool:
         """Prepare the cost arrays of the next upcoming app not yet cached (`upcoming`), if
@@ -834,4 +950,4 @@ class AppSimulator:
             raise ProtocolError("apps still running at the end of the simulation")
         return AlsTotals(loops=dict(sorted(self.results.items())),
                          chunk_events=self.chunk_events, apps=self.apps_started,
-                         rollbacks=self.rollbacks)
+                         rollbacks=self.rollbacks, ahead=self.ahead_used)

@@ -26,7 +26,8 @@ class AlsTotals:
 
     `loops`: job id -> the app's loop result (`cosim.als.runtime.LoopResult`); `wall_s`: wall
     seconds per rank; `rollbacks`: app runs replayed to an earlier tick (exclusion requests
-    and resizes stamped before an app's run-ahead).
+    and resizes stamped before an app's run-ahead); `ahead`: apps started from a run
+    simulated before their start (`cosim.als.manager`).
     """
 
     loops: Mapping[int, Any] = field(default_factory=dict)
@@ -34,6 +35,7 @@ class AlsTotals:
     apps: int = 0
     wall_s: Mapping[int, float] = field(default_factory=dict)
     rollbacks: int = 0
+    ahead: int = 0
 
 
 class Endpoint(Protocol):

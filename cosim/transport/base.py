@@ -129,7 +129,8 @@ def merge_totals(parts: Sequence[AlsTotals], wall_s: dict[int, float]) -> AlsTot
     return AlsTotals(loops=dict(sorted(loops.items())),
                      chunk_events=sum(t.chunk_events for t in parts),
                      apps=sum(t.apps for t in parts), wall_s=wall_s,
-                     rollbacks=sum(t.rollbacks for t in parts))
+                     rollbacks=sum(t.rollbacks for t in parts),
+                     ahead=sum(t.ahead for t in parts))
 
 
 def merge_facts(replies: Sequence[Sequence[Fact]]) -> list[Fact]:

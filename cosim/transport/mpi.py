@@ -363,7 +363,8 @@ def _serve(comm: MPI.Comm, make_apps: Callable[[], Endpoint],
                 try:
                     t = apps.totals()
                     totals = AlsTotals(loops=t.loops, chunk_events=t.chunk_events, apps=t.apps,
-                                       wall_s={comm.rank: wall}, rollbacks=t.rollbacks)
+                                       wall_s={comm.rank: wall}, rollbacks=t.rollbacks,
+                                       ahead=t.ahead)
                 except Exception:  # noqa: BLE001 - the run already failed; rank 0 reports it
                     pass
             comm.send(encode(totals), dest=0, tag=TAG_UP)
