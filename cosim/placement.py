@@ -16,7 +16,8 @@ With ALS ranks among the candidates, apps are also simulated *before* their star
 (`cosim.als.manager`): every app job of fixed size is then given a rank before the run
 (`ahead_plan`: in submission order, in turn over the candidates from the first ALS rank, rank
 0 last), so that each rank knows which apps it will get; the placement follows that plan, and
-`LeastWork` places the others (malleable jobs, whose start size is decided at their start).
+`LeastWork` places the others (moldable and malleable jobs, whose size is decided at their
+start).
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def app_ranks(size: int, rank0_apps: bool, technique: Technique) -> list[int]:
 
 def ahead_plan(jobs: Sequence[Job], ranks: Sequence[int], n_hosts: int) -> dict[int, int]:
     """The rank of every app job that can be simulated before its start (module docstring):
-    job id -> rank, for the app jobs of fixed size (not resizable) that fit on `n_hosts`
+    job id -> rank, for the rigid app jobs (a moldable or malleable job's size is decided
+    at its start or changes) that fit on `n_hosts`
     hosts, dealt in ``(submit, id)`` order to `ranks` in turn, ALS ranks first and rank 0 last
     (it also runs the batch level). Empty with no ALS rank among `ranks`: nothing runs
     ahead in one process. Every rank computes it alike from the same workload."""
@@ -53,7 +55,7 @@ def ahead_plan(jobs: Sequence[Job], ranks: Sequence[int], n_hosts: int) -> dict[
     if not als:
         return {}
     order = als + [0] * (0 in ranks)  # shares unequal the other way measured no better
-    todo = sorted((j for j in jobs if j.app != "rigid" and not j.resizable
+    todo = sorted((j for j in jobs if j.app != "rigid" and j.kind == "rigid"
                    and j.hosts <= n_hosts), key=lambda j: (j.submit, j.id))
     return {j.id: order[k % len(order)] for k, j in enumerate(todo)}
 

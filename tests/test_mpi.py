@@ -110,8 +110,8 @@ def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca, m
         assert len(tables.tuning) > 1 if extra else not len(tables.tuning)
         assert tables.stats == summary["stats"]
         rollbacks = summary["execution"]["rollbacks"]  # depends on how far ranks ran ahead
-        if k == 3 and malleable == "none":  # ALS ranks simulated apps before their start
-            assert summary["execution"]["apps_ahead"] > 0  # (about 180 of 230 here)
+        if k == 3 and not rank0 and malleable == "none":  # ALS ranks 1 and 2 simulated
+            assert summary["execution"]["apps_ahead"] > 0  # apps before their start (~180)
         # every table and attribute of results.h5 but its provenance: the same on any ranks
         outs[k, rank0] = ((out / "jobs.csv").read_bytes(), (out / "schedule.swf").read_bytes(),
                           metrics, summary["stats"], h5_content(out / "results.h5"))

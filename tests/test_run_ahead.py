@@ -323,7 +323,9 @@ def test_commands_after_a_start_act_on_a_run_simulated_before_it(uniform):
     assert any(isinstance(f, HostsExcluded) and f.hosts for f in expected)  # really excluded
 
 
-def test_a_start_that_does_not_fit_the_run_simulated_before_it_starts_afresh(uniform):
+def test_a_start_that_does_not_fit_the_run_simulated_before_it_starts_afresh(uniform,
+                                                                            monkeypatch):
+    monkeypatch.setattr(manager, "AHEAD_MAX", 4)  # jobs 5 and 6 wait for a slot
     flop = {**uniform, "total_flop": "4e9"}
     jobs = [ahead_job(1, flop), ahead_job(2, flop, walltime=10**9),
             ahead_job(3, {**uniform, "total_flop": "5e9"}), ahead_job(4, flop),
@@ -339,10 +341,12 @@ def test_a_start_that_does_not_fit_the_run_simulated_before_it_starts_afresh(uni
     lazy = simulator()
     expected = play(lazy, script, [0])
     sim = AppSimulator(platform=PLATFORM, config=lazy.config, bounds=True, ahead=jobs)
-    assert play(sim, script, [10_000]) == expected
+    assert play(sim, script, [10_000, 0, 0, 0, 0]) == expected
     assert loops_of(sim) == loops_of(lazy)
     assert sim.totals().ahead == 0
-    assert not sim._pre and not sim._ahead  # two misses in a row: jobs 5, 6 not simulated
+    # the misses of jobs 3 and 4 in a row (job 2's walltime is no miss): nothing more ahead,
+    # jobs 5 and 6 never begun
+    assert not sim._pre and not sim._ahead and not sim._open
 
 
 def test_ahead_plan_deals_fixed_size_app_jobs_in_submission_order(uniform):
@@ -355,7 +359,8 @@ def test_ahead_plan_deals_fixed_size_app_jobs_in_submission_order(uniform):
                    min_pes=2 if kind != "rigid" else 0, max_pes=4 if kind != "rigid" else 0)
 
     jobs = [job(5, 30), job(1, 10), job(2, 10), job(3, 20, app="rigid"),
-            job(4, 20, kind="malleable"), job(6, 40, hosts=9), job(7, 50), job(8, 60)]
+            job(4, 20, kind="malleable"), job(6, 40, hosts=9), job(7, 50), job(8, 60),
+            job(9, 70, kind="moldable")]  # sized at its start
     assert ahead_plan(jobs, [0, 1, 2], 8) == {1: 1, 2: 2, 5: 0, 7: 1, 8: 2}
     assert ahead_plan(jobs, [1], 8) == {1: 1, 2: 1, 5: 1, 7: 1, 8: 1}
     assert ahead_plan(jobs, [0], 8) == {}  # one process: nothing runs ahead

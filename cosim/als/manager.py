@@ -660,6 +660,7 @@ class AppSimulator:
             if self._misses >= AHEAD_MISSES:
                 self._ahead.clear()
                 self._pre.clear()
+                self._open.clear()
             return None
         self._misses = 0
         if cmd.limit is not None and run.served_until >= cmd.limit - cmd.time:
@@ -859,7 +860,12 @@ class AppSimulator:
                 stop = _NEVER if job.walltime is None else job.walltime
                 nt = run.next_tick()
                 if nt is not None and nt < stop:
-                    run.advance(stop, budget)
+                    try:
+                        run.advance(stop, budget)
+                    except Exception:  # noqa: BLE001 - the job's start, if it comes, says why
+                        self._ahead.clear()
+                        self._pre.pop(jid)
+                        return False
                     return True
             self._open.popleft()  # at its end, or started meanwhile
         while self._ahead and len(self._pre) < AHEAD_MAX:
