@@ -623,14 +623,13 @@ class AppSimulator:
                                     f"not {cmd.pes} PEs of its hosts")
         else:
             pe_idx = job_pe_indices(self._pe_hosts, cmd.hosts, cmd.pes)
-        host_of, speeds, req, asg = job_pe_placement(self.platform, self._pe_hosts, pe_idx,
-                                                     self.config.comm)
+        host_of, *placed = job_pe_placement(self.platform, self._pe_hosts, pe_idx,
+                                            self.config.comm)
 
         def factory() -> LoopRun:
-            return self._loop(costs, (speeds, req, asg), cmd.time, cmd.job_id)
+            return self._loop(costs, tuple(placed), cmd.time, cmd.job_id)
 
-        app = _App(cmd.job_id, factory, pe_idx, host_of,
-                   run=self._moved(cmd, (speeds, req, asg)))
+        app = _App(cmd.job_id, factory, pe_idx, host_of, run=self._moved(cmd, tuple(placed)))
         if cmd.limit is not None:
             app.limit = cmd.limit
         app.push(AppStarted(time=cmd.time, job_id=cmd.job_id))
@@ -826,7 +825,7 @@ class AppSimulator:
         found stay pending until a grant covers them, so speculation changes when work is
         done, never a result."""
         self._turn = not self._turn
-        if self._turn and self._ahead_or_open() and self._simulate_ahead(budget):
+        if self._turn and (self._open or self._ahead) and self._simulate_ahead(budget):
             return True
         behind = None  # (next tick, job id) of the app furthest behind in simulated time
         for jid, app in self._apps.items():
@@ -843,10 +842,6 @@ class AppSimulator:
         app.collect()
         self._promised.pop(jid, None)  # a lower bound may now be a tighter one
         return True
-
-    def _ahead_or_open(self) -> bool:
-        """True when an app may be simulated before its start (one begun, or one to begin)."""
-        return bool(self._open or self._ahead)
 
     def _simulate_ahead(self, budget: int) -> bool:
         """Run an app simulated ahead of its start (module docstring) by at most `budget`
