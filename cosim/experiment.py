@@ -97,6 +97,7 @@ class RunRecord:
     allocations: Any = None
     tuning: tuple = ()
     power: Any = None
+    columns: Any = None  # the outcomes' `OutcomeColumns` when the simulation made them
 
     @property
     def host_cores(self) -> tuple[int, ...]:
@@ -429,11 +430,18 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
                       comm=comm if p.coupled else None, rank0_apps=rank0_apps,
                       progress=progress)
     wall = time.perf_counter() - t0
-    outcomes = tuple(result.outcomes) + _rejected(p.workload)
+    rejected = _rejected(p.workload)
+    outcomes = tuple(result.outcomes) + rejected
+    columns = None
+    if result.make_columns is not None:  # the replay's, with the jobs rejected at reading
+        from cosim.output.columns import OutcomeColumns
+
+        columns = result.make_columns().joined(OutcomeColumns.of(rejected))
     w = p.workload
     start = initial_tunables(p.batch)
     metrics = metrics_summary(outcomes, p.n_hosts, cores_per_host=p.host_cores,
-                              allocations=result.allocations, power=result.power)
+                              allocations=result.allocations, power=result.power,
+                              columns=columns)
     if opt.unfair_replayed:  # Sabin's count: one replay per job (quadratic, opt-in)
         from cosim.output.metrics import unfair_jobs_replayed
         from cosim.runner import replayed_fair_starts
@@ -481,7 +489,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
                      cores_per_host=p.cores_per_host, platform=p.platform, n_hosts=p.n_hosts,
                      loops=dict(result.loops), opt=opt, metrics=metrics,
                      allocations=result.allocations, tuning=result.tuning,
-                     power=result.power)
+                     power=result.power, columns=columns)
 
 
 def serve_als(run: Prepared, comm: Any, abandoned: Callable[[], bool] | None = None, *,
@@ -629,7 +637,8 @@ def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
 
     opt = record.opt
     run_id = run_id or out.name
-    cols = OutcomeColumns.of(record.outcomes)  # gathered once for every file
+    # gathered once for every file (or as the simulation made them)
+    cols = record.columns or OutcomeColumns.of(record.outcomes)
     write_jobs_csv(out / "jobs.csv", record.outcomes, cols)
     write_batsim_jobs(out / "batsim_jobs.csv", record.outcomes,
                       workload=Path(opt.workload).name.split(".")[0], columns=cols)

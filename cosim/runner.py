@@ -123,7 +123,9 @@ class SimResult:
     queue head or priority job; conservative: on arrival). allocations: the allocation log
     (`cosim.bls.alloclog.ALLOC_DTYPE`): every interval of every job's PEs. tuning: the
     tuner's checkpoints (`cosim.bls.tuning.Checkpoint`; empty without ``adaptive``). power:
-    the run's `cosim.bls.power.PowerTotals` under a power cap, else None.
+    the run's `cosim.bls.power.PowerTotals` under a power cap, else None. make_columns: when
+    the compiled trace replay ran, makes the outcomes' `cosim.output.columns.OutcomeColumns`
+    from its arrays (else None: the outputs gather them from the outcomes).
     """
 
     outcomes: tuple[JobOutcome, ...]
@@ -133,6 +135,7 @@ class SimResult:
     allocations: np.ndarray | None = None
     tuning: tuple = ()
     power: Any = None
+    make_columns: Callable[[], Any] | None = None
 
 
 def simulate(
@@ -288,7 +291,7 @@ def _replayed(order: Sequence[Job], batch: BatchConfig, host_cores: Sequence[int
                      wall_bls_s=wall_bls, scattered_starts=r.scattered_starts)
     return SimResult(outcomes=outcomes, stats=stats,
                      first_reservation=dict(sorted(r.first_reservation.items())),
-                     allocations=r.allocations)
+                     allocations=r.allocations, make_columns=r.make_columns)
 
 
 def replayed_fair_starts(jobs: Sequence[Job], *, n_hosts: int, cores_per_host: int = 1,

@@ -941,11 +941,17 @@ def _run_files(repeat):
 
         shared, _ = best(repeat, lambda: four(True))
         apart, _ = best(repeat, lambda: four(False))
-        gather, _ = best(repeat, lambda: OutcomeColumns.of(outs))
+        gather, _ = best(repeat, lambda: OutcomeColumns.of(outs).host_text)
         rows += [("the three files + the jobs table, columns gathered once", shared, "s", None),
                  ("the same, each gathering its own / gathered once", apart / shared, "x",
                   None),
-                 ("gathering the columns (OutcomeColumns.of)", gather, "s", None)]
+                 ("gathering the columns (OutcomeColumns.of, host lists as text)", gather,
+                  "s", None)]
+        if res.make_columns is not None:  # what `cosim run` does after the compiled replay
+            made, _ = best(repeat, lambda: res.make_columns().host_text)
+            rows += [("the columns made from the compiled replay's arrays", made, "s", None),
+                      ("gathering them from the outcomes / from the replay's arrays",
+                       gather / made, "x", None)]
         # results.h5: its chunks compressed by a thread per usable processor, and by one
         import os
 
@@ -974,6 +980,10 @@ def _run_files(repeat):
                                                    allocations=res.allocations))
     rows.append(("summary metrics (loss of capacity, unfair jobs, utilizations, ...)", wall,
                  "s", None))
+    cols = OutcomeColumns.of(outs)
+    given, _ = best(repeat, lambda: metrics.summary(outs, 100, cores_per_host=1,
+                                                    allocations=res.allocations, columns=cols))
+    rows.append(("summary metrics, the times read from the columns", given, "s", None))
     return rows
 
 

@@ -9,6 +9,7 @@ give the text they give without them; and ``schedule.swf`` still names, in its o
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 
 import numpy as np
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from cosim.core.clock import format_ticks
 from cosim.core.indexset import IndexSet
 from cosim.output.columns import OutcomeColumns
+from cosim.output.metrics import summary
 from cosim.output.runfiles import _rows, host_ranges, write_jobs_csv
 from cosim.output.tables import _jobs_table
 from cosim.workload.batsim import _batsim_text
@@ -73,6 +75,35 @@ def test_the_columns_are_what_each_outcome_says(outs):
     assert cols.host_text == [host_ranges(o.hosts) for o in ordered]
     for a in (cols.id, cols.start, cols.hosts):
         assert a.dtype == np.int64
+
+
+def column_values(cols: OutcomeColumns) -> dict:
+    """Every field of `cols` as plain values (arrays as lists, with their types), and its
+    host lists as text."""
+    out = {f.name: getattr(cols, f.name) for f in dataclasses.fields(cols) if f.name != "texts"}
+    types = {k: v.dtype.str for k, v in out.items() if isinstance(v, np.ndarray)}
+    out = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in out.items()}
+    return out | {"host_text": cols.host_text, "types": types}
+
+
+@settings(max_examples=100, deadline=None)
+@given(outcomes(), st.data())
+def test_columns_joined_are_the_columns_of_all(outs, data):
+    """Two runs' columns joined (the replay's, and the jobs rejected at reading) are those of
+    all their outcomes, by job id, whichever part each outcome is in."""
+    part = data.draw(st.lists(st.booleans(), min_size=len(outs), max_size=len(outs)))
+    a = [o for o, p in zip(outs, part, strict=True) if p]
+    b = [o for o, p in zip(outs, part, strict=True) if not p]
+    whole = column_values(OutcomeColumns.of(outs))
+    assert column_values(OutcomeColumns.of(a).joined(OutcomeColumns.of(b))) == whole
+    assert column_values(OutcomeColumns.of(b).joined(OutcomeColumns.of(a))) == whole
+
+
+@settings(max_examples=100, deadline=None)
+@given(outcomes())
+def test_the_metrics_read_from_the_columns_are_those_of_the_outcomes(outs):
+    outs = sorted(outs, key=lambda o: o.job.id)  # as a simulation gives them
+    assert summary(outs, 64, columns=OutcomeColumns.of(outs)) == summary(outs, 64)
 
 
 @settings(max_examples=100, deadline=None)

@@ -1,6 +1,7 @@
 """The compiled trace replay (cosim/bls/_replay.c) against the Python replay, its reference:
 the same outcomes in the same order, allocation log, first reservations, counters and
-progress calls, on random workloads under every run it takes, and on whole traces; and the
+progress calls, and the outcome columns it makes from its arrays those gathered from the
+outcomes, on random workloads under every run it takes, and on whole traces; and the
 runs it does not take go to the Python replay."""
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_columns import column_values
 
 from cosim.bls import BatchConfig
 from cosim.bls import replay as replay_module
 from cosim.bls.replay import compiled_replayable, replay
+from cosim.output.columns import OutcomeColumns
 from cosim.testing.workloads import lublin_like
 from cosim.workload.jobs import Job
 
@@ -38,11 +41,17 @@ def _same(order, config, cores) -> None:
     assert list(a.outcomes.items()) == list(b.outcomes.items())  # the order too
     assert np.array_equal(a.allocations, b.allocations)
     assert list(a.first_reservation.items()) == list(b.first_reservation.items())
-    assert ({f.name: getattr(a, f.name) for f in dataclasses.fields(a)
-             if f.name not in ("outcomes", "allocations", "first_reservation")}
+    skip = ("outcomes", "allocations", "first_reservation", "make_columns")
+    assert ({f.name: getattr(a, f.name) for f in dataclasses.fields(a) if f.name not in skip}
             == {f.name: getattr(b, f.name) for f in dataclasses.fields(b)
-                if f.name not in ("outcomes", "allocations", "first_reservation")})
+                if f.name not in skip})
     assert calls_a == calls_b
+    # the columns the compiled replay makes from its arrays are those gathered from the
+    # outcomes; the Python replay leaves them to the outputs
+    assert b.make_columns is None
+    assert (column_values(a.make_columns())
+            == column_values(OutcomeColumns.of(list(b.outcomes.values()))))
+
 
 
 def _by_user(job: Job) -> tuple[int, int]:

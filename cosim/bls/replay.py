@@ -30,6 +30,7 @@ and selection, on random workloads and on whole traces.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Sequence
@@ -67,7 +68,9 @@ REPLAY_KERNEL = "compiled" if _kernel is not None else "python"
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Replayed:
     """What `replay` returns: outcomes by job id, first reservations, the allocation log's
-    table and the counters of `cosim.runner.RunStats` it determines."""
+    table and the counters of `cosim.runner.RunStats` it determines; `make_columns`, when the
+    compiled replay ran, makes the outcomes' `cosim.output.columns.OutcomeColumns` from its
+    arrays (for the outputs, after the simulation's time; else None)."""
 
     outcomes: dict[int, JobOutcome]
     first_reservation: dict[int, int]
@@ -79,6 +82,7 @@ class Replayed:
     kills: int
     rejected: int
     scattered_starts: int
+    make_columns: Callable[[], Any] | None = None
 
 
 def replayable(config: Any, cores: Sequence[int], jobs: Sequence[Job]) -> bool:
@@ -333,23 +337,33 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
     easy = policies.backfill(config.backfill) is policies.backfill("easy")
     *arrays, counters = _kernel.replay(n, *columns[:4], rank, *columns[4:], n_hosts, easy,
                                        config.walltime_kill, progress)
+    np_arrays = [np.frombuffer(a, dtype=np.int64) for a in arrays[:10]]
     start, end, status, done, run_at, run_n, run_first, run_count, res_job, res_tick = (
-        np.frombuffer(a, dtype=np.int64).tolist() for a in arrays[:10])
+        a.tolist() for a in np_arrays)
     rounds, passes, facts, kills, rejected = counters
     outcomes: dict[int, JobOutcome] = {}
     with no_collection():  # acyclic objects only: a collection here would find nothing
         _fill(outcomes, order, done, start, end, status, run_at, run_n, run_first, run_count)
     # the allocation log: the kernel's rows (job, first host, hosts, PEs on each) in order
     job, first_host, hosts, pes = (np.frombuffer(a, dtype=np.int64) for a in arrays[10:])
-    ids, starts, ends = columns[4][job], np.asarray(start)[job], np.asarray(end)[job]
+    ids, starts, ends = columns[4][job], np_arrays[0][job], np_arrays[1][job]
     log = AllocLog()
     log.extend(job=ids, host=first_host, hosts=hosts, core=0, pes=pes, start=starts,
                end=ends, role=OWN, owner=ids)
+    from cosim.output.columns import OutcomeColumns
+
+    cols = functools.partial(OutcomeColumns.of_runs, [outcomes[j.id] for j in order],
+                             job=dict(zip(("submit", "runtime", "walltime", "hosts", "id",
+                                           "pes"), columns, strict=True)),
+                             start=np_arrays[0], end=np_arrays[1], status=np_arrays[2],
+                             run_at=np_arrays[4], run_n=np_arrays[5], run_first=run_first,
+                             run_count=run_count)
     return Replayed(outcomes=outcomes,
                     first_reservation={order[k].id: r for k, r in zip(res_job, res_tick,
                                                                       strict=True)},
                     allocations=log.table(), rounds=rounds, passes=passes, facts=facts,
-                    submissions=n, kills=kills, rejected=rejected, scattered_starts=0)
+                    submissions=n, kills=kills, rejected=rejected, scattered_starts=0,
+                    make_columns=cols)
 
 
 def _fill(outcomes: dict[int, JobOutcome], order: Sequence[Job], done: list[int],

@@ -20,7 +20,7 @@ from typing import Any, overload
 
 import numpy as np
 
-__all__ = ["IndexSet", "EMPTY", "sorted_counts"]
+__all__ = ["IndexSet", "EMPTY", "sorted_counts", "runs_text", "run_texts"]
 
 _MANY_RUNS = 64  # above this many runs in all, set algebra goes through sorted arrays
 
@@ -176,8 +176,7 @@ class IndexSet(Sequence[int]):
         """The runs as an interval set, ``"0-7 16 18-23"`` (Batsim's notation, the host lists
         of the run files), made once."""
         if self._text is None:
-            self._text = " ".join([str(f) if n == 1 else f"{f}-{f + n - 1}"
-                                   for f, n in self.runs])
+            self._text = runs_text(self._first, self._count)
         return self._text
 
     @property
@@ -417,3 +416,15 @@ def sorted_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 EMPTY = IndexSet()
+
+
+def runs_text(firsts: Sequence[int], counts: Sequence[int]) -> str:
+    """Runs as an interval set, ``"0-7 16 18-23"`` (Batsim's notation): the `run_texts`
+    joined by spaces."""
+    return " ".join(run_texts(firsts, counts))
+
+
+def run_texts(firsts: Sequence[int], counts: Sequence[int]) -> list[str]:
+    """Each run of `counts[i]` values from `firsts[i]` as its value, or ``first-last``."""
+    return [str(f) if n == 1 else f"{f}-{f + n - 1}" for f, n in zip(firsts, counts,
+                                                                      strict=True)]

@@ -7,20 +7,21 @@ arrays, and the statuses; each job's host list as text (`IndexSet.interval_text`
 first use and kept. ``jobs.csv``, ``batsim_jobs.csv``, ``schedule.swf`` and the ``jobs``
 table of ``results.h5`` each take it (or make it from the outcomes when the caller has none),
 so the files of one run gather each column once; the rarer fields (RCA, resizes, power,
-values) they still read from the outcomes. Ticks fit int64 (`cosim.core.clock.MAX_TICKS`);
+values) they still read from the outcomes. The compiled trace replay makes its columns from
+its own arrays (`OutcomeColumns.of_runs`), with no pass over the outcomes. Ticks fit int64 (`cosim.core.clock.MAX_TICKS`);
 a PE-time may not, and stays with the writers.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from operator import attrgetter
 
 import numpy as np
 
-from cosim.core.indexset import IndexSet
+from cosim.core.indexset import IndexSet, run_texts
 from cosim.workload.jobs import Job, JobOutcome
 
 __all__ = ["OutcomeColumns"]
@@ -72,6 +73,7 @@ class OutcomeColumns:
     has_start: np.ndarray
     has_end: np.ndarray
     status: tuple[str, ...]
+    texts: list[str] | None = field(default=None, repr=False)  # `host_text`, made ahead
 
     @classmethod
     def of(cls, outcomes: Sequence[JobOutcome]) -> OutcomeColumns:
@@ -98,10 +100,65 @@ class OutcomeColumns:
                    start=start, end=end, has_start=has_start, has_end=has_end,
                    status=tuple(o.status for o in ordered))
 
+    @classmethod
+    def of_runs(cls, outcomes: Sequence[JobOutcome], *, job: Mapping[str, np.ndarray],
+                start: np.ndarray, end: np.ndarray, status: np.ndarray, run_at: np.ndarray,
+                run_n: np.ndarray, run_first: Sequence[int],
+                run_count: Sequence[int]) -> OutcomeColumns:
+        """The columns of `outcomes` (ids unique) from int64 arrays in their order: `job`,
+        their jobs' ``id``, ``submit``, ``walltime``, ``runtime``, ``pes`` and ``hosts``;
+        `start` and `end` ticks; `status` codes (0 completed, 1 killed, 2 rejected: start and
+        end ignored); and the hosts of outcome k as the runs ``run_first[a:a + m]``,
+        ``run_count[a:a + m]`` (maximal, ascending) with ``a, m = run_at[k], run_n[k]``;
+        sorted by job id. The compiled replay's: what `of` would gather from the outcomes,
+        read from the arrays they were made from."""
+        by_id = np.argsort(job["id"], kind="stable")
+        pick = by_id.tolist()
+        ran = (status != 2)[by_id]
+        names = ("completed", "killed", "rejected")
+        pieces = run_texts(run_first, run_count)
+        sums = np.concatenate(([0], np.cumsum(run_count, dtype=np.int64)))
+        at = run_at[by_id]
+        texts = [pieces[a] if m == 1 else " ".join(pieces[a:a + m])
+                 for a, m in zip(at.tolist(), run_n[by_id].tolist(), strict=True)]
+        held = sums[at + run_n[by_id]] - sums[at]
+        ordered = tuple(outcomes[k] for k in pick)
+        return cls(outcomes=ordered, jobs=tuple(o.job for o in ordered),
+                   **{name: job[key][by_id] for name, key in (
+                       ("id", "id"), ("submit", "submit"), ("walltime", "walltime"),
+                       ("runtime", "runtime"), ("pes", "pes"), ("job_hosts", "hosts"))},
+                   hosts=np.where(ran, held, 0), start=np.where(ran, start[by_id], 0),
+                   end=np.where(ran, end[by_id], 0), has_start=ran, has_end=ran.copy(),
+                   status=tuple(names[c] for c in status[by_id].tolist()), texts=texts)
+
+    def joined(self, other: OutcomeColumns) -> OutcomeColumns:
+        """These outcomes and `other`'s (no job in both), sorted by job id."""
+        if not len(other):
+            return self
+        order = np.argsort(np.concatenate((self.id, other.id)), kind="stable")
+        pick = order.tolist()
+
+        def cat(name: str) -> np.ndarray:
+            return np.concatenate((getattr(self, name), getattr(other, name)))[order]
+
+        def seq(a: Sequence, b: Sequence) -> tuple:
+            both = (*a, *b)
+            return tuple(both[i] for i in pick)
+
+        return OutcomeColumns(
+            outcomes=seq(self.outcomes, other.outcomes), jobs=seq(self.jobs, other.jobs),
+            **{name: cat(name) for name in ("id", "submit", "walltime", "runtime", "pes",
+                                            "job_hosts", "hosts", "start", "end",
+                                            "has_start", "has_end")},
+            status=seq(self.status, other.status),
+            texts=list(seq(self.host_text, other.host_text)))
+
     def __len__(self) -> int:
         return len(self.outcomes)
 
     @functools.cached_property
     def host_text(self) -> list[str]:
         """Each job's hosts as ranges, ``0-7 16-23`` (empty for none)."""
+        if self.texts is not None:
+            return self.texts
         return [IndexSet.of(o.hosts).interval_text() for o in self.outcomes]

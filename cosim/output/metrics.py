@@ -92,6 +92,15 @@ def _columns(outcomes: Sequence[JobOutcome]) -> tuple[np.ndarray, ...]:
     return submit, start, end, hosts
 
 
+def _ran_columns(cols: Any, n: int) -> tuple[np.ndarray, ...]:
+    """`_columns` of the jobs that ran, read from their `OutcomeColumns`."""
+    ran = np.fromiter((s in ("completed", "killed") for s in cols.status), dtype=bool,
+                      count=len(cols))
+    if int(ran.sum()) != n:
+        raise ValueError(f"columns of {int(ran.sum())} jobs that ran for {n} outcomes")
+    return cols.submit[ran], cols.start[ran], cols.end[ran], cols.hosts[ran]
+
+
 def _span(start: np.ndarray, end: np.ndarray) -> int:
     """Ticks from the first start to the last end (0 when no job ran)."""
     return max(0, int(end.max() - start.min())) if len(end) else 0
@@ -568,7 +577,8 @@ def power_metrics(power: Any, outcomes: Sequence[JobOutcome]) -> dict[str, Any]:
 
 def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
             cores_per_host: int | Sequence[int] | None = None,
-            allocations: np.ndarray | None = None, power: Any = None) -> dict[str, Any]:
+            allocations: np.ndarray | None = None, power: Any = None,
+            columns: Any = None) -> dict[str, Any]:
     """All metrics of one simulation, for the JSON summary and results files.
 
     Keys: ``jobs`` (jobs that ran), ``rejected``, ``killed``, ``makespan_s``, ``utilization``,
@@ -585,10 +595,12 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     the run's `cosim.bls.power.PowerTotals`) the keys of `power_metrics`. `allocations`, the
     run's allocation log, makes ``utilization`` and ``loss_of_capacity`` right for runs with
     resizes or shared hosts (the same values for the others); ``unfair_jobs`` replays each job on every host it
-    ever used.
+    ever used. `columns`: the outcomes' `cosim.output.columns.OutcomeColumns` when the
+    caller has them (the times are then read from them), for outcomes in job id order but
+    for those that never ran.
     """
     ran = _Ran(_ran(outcomes))
-    ran.cols = _columns(list(ran))
+    ran.cols = _columns(list(ran)) if columns is None else _ran_columns(columns, len(ran))
     ran.dropped = _dropped(outcomes)
     return {
         "jobs": len(ran),
