@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_columns import column_values
 
-from cosim.bls import BatchConfig
+from cosim.bls import BatchConfig, policies
 from cosim.bls import replay as replay_module
 from cosim.bls.replay import compiled_replayable, replay
 from cosim.output.columns import OutcomeColumns
@@ -90,6 +90,20 @@ def test_the_compiled_replay_is_the_python_replay(run):
     order, config, cores = run
     assert compiled_replayable(order, config, cores)
     _same(order, config, cores)
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(policies.PRIORITIES)
+                                  if policies.priority(n).key_fields])
+@settings(max_examples=50, deadline=None)
+@given(job=st.builds(Job, id=st.integers(0, 99), submit=st.integers(0, 10**12),
+                     hosts=st.integers(1, 4), pes=st.just(4), runtime=st.integers(0, 10**12),
+                     walltime=st.integers(0, 10**12), priority=st.integers(-3, 0),
+                     user=st.integers(-1, 9)))
+def test_a_key_of_fields_is_those_fields(name, job):
+    """A priority whose key is its `key_fields` (the compiled replay sorts their columns
+    instead of calling it) returns exactly those fields, in that order."""
+    policy = policies.priority(name)
+    assert policy.key(job) == tuple(getattr(job, f) for f in policy.key_fields)
 
 
 @pytest.mark.parametrize("backfill, priority", [("easy", "fcfs"), ("none", "fcfs"),

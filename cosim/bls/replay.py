@@ -322,18 +322,26 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
     progress calls."""
     n_hosts, n = len(cores), len(order)
     key_of = _key_of(config)
+    columns = [_int_column(order, name)
+               for name in ("submit", "runtime", "walltime", "hosts", "id", "pes")]
     # the queue order as a rank per job: its key's place among the keys of the jobs that
     # are queued (a larger job is rejected, unkeyed); equal keys by submission, as bisect_right
-    try:
-        keyed = sorted(((-j.priority, *key_of(j), j.id), k) for k, j in enumerate(order)
-                       if j.hosts <= n_hosts)
-    except Exception:  # noqa: BLE001 - whatever a user's key raises: the Python replay's
-        return None
+    queued = np.flatnonzero(columns[3] <= n_hosts)
+    fields = () if config.priority_key is not None else policies.priority(
+        config.priority).key_fields
+    if fields:  # the key's own columns, sorted at once: (-priority, *fields, id) ascending
+        keys = [columns[4], *(_int_column(order, f) for f in reversed(fields)),
+                -_int_column(order, "priority")]
+        in_order = queued[np.lexsort([k[queued] for k in keys])]
+    else:
+        try:
+            keyed = sorted(((-order[k].priority, *key_of(order[k]), order[k].id), k)
+                           for k in queued.tolist())
+        except Exception:  # noqa: BLE001 - whatever a user's key raises: the Python replay's
+            return None
+        in_order = np.fromiter((k for _, k in keyed), dtype=np.int64, count=len(keyed))
     rank = np.full(n, -1, dtype=np.int64)
-    rank[np.fromiter((k for _, k in keyed), dtype=np.int64, count=len(keyed))] = np.arange(
-        len(keyed), dtype=np.int64)
-    columns = [np.fromiter(map(attrgetter(name), order), dtype=np.int64, count=n)
-               for name in ("submit", "runtime", "walltime", "hosts", "id", "pes")]
+    rank[in_order] = np.arange(len(in_order), dtype=np.int64)
     easy = policies.backfill(config.backfill) is policies.backfill("easy")
     *arrays, counters = _kernel.replay(n, *columns[:4], rank, *columns[4:], n_hosts, easy,
                                        config.walltime_kill, progress)
@@ -364,6 +372,11 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
                     allocations=log.table(), rounds=rounds, passes=passes, facts=facts,
                     submissions=n, kills=kills, rejected=rejected, scattered_starts=0,
                     make_columns=cols)
+
+
+def _int_column(order: Sequence[Job], name: str) -> np.ndarray:
+    """Field `name` of every job of `order` as int64."""
+    return np.fromiter(map(attrgetter(name), order), dtype=np.int64, count=len(order))
 
 
 def _fill(outcomes: dict[int, JobOutcome], order: Sequence[Job], done: list[int],

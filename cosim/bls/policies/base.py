@@ -362,7 +362,10 @@ class PriorityPolicy:
     one value per job, most significant first; ascending), recomputed at every pass (`key`
     is then unused). `tunables` names the `Tunables` fields the order reads (``{"bf"}``):
     options setting others are refused. `value_based`: the order ranks by job value (the
-    scheduler then drops queued jobs that can earn nothing, `BatchConfig.drop_hopeless`)."""
+    scheduler then drops queued jobs that can earn nothing, `BatchConfig.drop_hopeless`).
+    `key_fields`: the integer `Job` fields `key` returns, in its order, when it returns
+    exactly them (the compiled trace replay then sorts their columns at once); empty when
+    it computes its key."""
 
     name: str
     summary: str
@@ -370,6 +373,7 @@ class PriorityPolicy:
     rank: Callable[[int, QueueColumns, Tunables], tuple[np.ndarray, ...]] | None = None
     tunables: frozenset[str] = frozenset()
     value_based: bool = False
+    key_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

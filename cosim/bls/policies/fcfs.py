@@ -17,4 +17,5 @@ def key(job: Job) -> tuple[int]:
     return (job.submit,)
 
 
-POLICY = PriorityPolicy(name="fcfs", summary="first come, first served: (submit, id)", key=key)
+POLICY = PriorityPolicy(name="fcfs", summary="first come, first served: (submit, id)", key=key,
+                        key_fields=("submit",))
