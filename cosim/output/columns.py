@@ -8,8 +8,9 @@ first use and kept. ``jobs.csv``, ``batsim_jobs.csv``, ``schedule.swf`` and the 
 table of ``results.h5`` each take it (or make it from the outcomes when the caller has none),
 so the files of one run gather each column once; the rarer fields (RCA, resizes, power,
 values) they still read from the outcomes. The compiled trace replay makes its columns from
-its own arrays (`OutcomeColumns.of_runs`), with no pass over the outcomes. Ticks fit int64 (`cosim.core.clock.MAX_TICKS`);
-a PE-time may not, and stays with the writers.
+its own arrays (`OutcomeColumns.of_runs`: no pass over the outcomes but to order them), and
+``summary.json``'s metrics read their times from them. Ticks fit int64
+(`cosim.core.clock.MAX_TICKS`); a PE-time may not, and stays with the writers.
 """
 
 from __future__ import annotations
