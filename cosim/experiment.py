@@ -600,7 +600,8 @@ def default_out(opt: RunOptions) -> Path:
 
 def tables_of(record: RunRecord, run_id: str, columns: Any = None) -> Any:
     """The run as `cosim.output.tables.RunTables` (for ``results.h5``, traces and plots);
-    `columns`: its outcomes' `cosim.output.columns.OutcomeColumns` when the caller has them.
+    `columns`: its outcomes' `cosim.output.columns.OutcomeColumns` when the caller has them
+    (default: the record's own, when its simulation made them).
 
     Its stats are the summary's, without the execution's (ranks, rounds, wall-clock times:
     `cosim.runner.EXECUTION_STATS`, under ``execution`` in ``summary.json``), so
@@ -618,7 +619,8 @@ def tables_of(record: RunRecord, run_id: str, columns: Any = None) -> Any:
                         metrics=record.metrics, stats=stats, platform=record.platform,
                         n_hosts=record.n_hosts, loops=record.loops, technique=technique,
                         allocations=record.allocations, tuning=record.tuning,
-                        power=record.power, columns=columns)
+                        power=record.power,
+                        columns=record.columns if columns is None else columns)
 
 
 def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
