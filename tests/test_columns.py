@@ -104,6 +104,10 @@ def test_columns_joined_are_the_columns_of_all(outs, data):
 def test_the_metrics_read_from_the_columns_are_those_of_the_outcomes(outs):
     outs = sorted(outs, key=lambda o: o.job.id)  # as a simulation gives them
     assert summary(outs, 64, columns=OutcomeColumns.of(outs)) == summary(outs, 64)
+    ran = [o for o in outs if o.status in ("completed", "killed")]
+    if len({o.job.id for o in ran}) > 1:  # in another order they are refused, not misread
+        with pytest.raises(ValueError, match="job id order"):
+            summary(outs[::-1], 64, columns=OutcomeColumns.of(outs))
 
 
 @settings(max_examples=100, deadline=None)

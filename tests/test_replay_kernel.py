@@ -70,7 +70,7 @@ def runs(draw):
                         hosts=hosts, pes=draw(st.integers(hosts, hosts * cores)),
                         runtime=draw(st.sampled_from([0, 1, 2, 3, 5, 8])) * S,
                         walltime=draw(st.sampled_from([0, 1, 2, 3, 5, 8, 13])) * S,
-                        priority=draw(st.sampled_from([0] * 6 + [-1, -2])),
+                        priority=draw(st.sampled_from([0] * 6 + [-1, -2, -2**63])),
                         user=draw(st.integers(0, 3))))
     order = sorted(jobs, key=lambda j: (j.submit, j.id))
     priority = draw(st.sampled_from(["fcfs", "sjf", "key"]))
@@ -85,15 +85,16 @@ def runs(draw):
 @given(runs())
 def test_the_compiled_replay_is_the_python_replay(run):
     """Ties everywhere: equal submits and keys, ends at submits, zero run times and walltimes,
-    kills at the tick others complete, negative priorities, jobs larger than the machine,
+    kills at the tick others complete, negative priorities (down to the least int64), jobs
+    larger than the machine,
     PEs not a multiple of the hosts (the log's spread rule), a user's own key."""
     order, config, cores = run
     assert compiled_replayable(order, config, cores)
     _same(order, config, cores)
 
 
-@pytest.mark.parametrize("name", [n for n in sorted(policies.PRIORITIES)
-                                  if policies.priority(n).key_fields])
+@pytest.mark.parametrize("name", sorted({"fcfs", "sjf"} | {
+    n for n in policies.PRIORITIES if policies.priority(n).key_fields}))
 @settings(max_examples=50, deadline=None)
 @given(job=st.builds(Job, id=st.integers(0, 99), submit=st.integers(0, 10**12),
                      hosts=st.integers(1, 4), pes=st.just(4), runtime=st.integers(0, 10**12),
@@ -101,8 +102,10 @@ def test_the_compiled_replay_is_the_python_replay(run):
                      user=st.integers(-1, 9)))
 def test_a_key_of_fields_is_those_fields(name, job):
     """A priority whose key is its `key_fields` (the compiled replay sorts their columns
-    instead of calling it) returns exactly those fields, in that order."""
+    instead of calling it) returns exactly those fields, in that order; FCFS and SJF, keys
+    of the job's own fields, declare them."""
     policy = policies.priority(name)
+    assert policy.key_fields
     assert policy.key(job) == tuple(getattr(job, f) for f in policy.key_fields)
 
 
@@ -169,6 +172,13 @@ def test_runs_whose_ticks_could_leave_int64_go_to_the_python_replay():
     safe = [dataclasses.replace(j, submit=j.submit - 3 * 10**17 + S, walltime=10 * S)
             for j in jobs]
     assert compiled_replayable(safe, BatchConfig(), [1, 1])
+    # a priority that is no int64 (a CosimApp header takes any integer): the Python replay,
+    # which ranks that job last
+    low = [Job(id=1, submit=0, hosts=1, pes=1, runtime=S, walltime=S, priority=-2**63 - 1),
+           Job(id=2, submit=0, hosts=1, pes=1, runtime=S, walltime=S)]
+    assert not compiled_replayable(low, BatchConfig(), [1])
+    r = replay(low, config=BatchConfig(backfill="none"), cores=[1])
+    assert (r.outcomes[2].start, r.outcomes[1].start) == (0, S)
 
 
 def test_a_priority_key_that_fails_fails_as_in_the_python_replay():

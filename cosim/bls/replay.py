@@ -117,13 +117,14 @@ def compiled_replayable(order: Sequence[Job], config: Any, cores: Sequence[int],
                         quantum: int = 0) -> bool:
     """True when the compiled replay takes a run `replay` takes: FCFS or EASY backfilling on
     first-fit hosts, decisions at every event (no quantum, ``--bf-interval`` or window), no
-    priority job (ESP's Z jobs get reservations of their own), and every job's PEs fitting
-    its hosts (else the Python replay raises at its submission)."""
+    priority job (ESP's Z jobs get reservations of their own; a priority below -2**63 is
+    not an int64 either), and every job's PEs fitting its hosts (else the Python replay
+    raises at its submission)."""
     easy_or_none = (policies.backfill("easy"), policies.backfill("none"))
     return (quantum == 0 and not config.bf_interval and initial_tunables(config).window <= 1
             and config.selection == "first-fit"
             and policies.backfill(config.backfill) in easy_or_none
-            and all(j.priority <= 0 and j.pes <= j.hosts * cores[0] for j in order)
+            and all(-2**63 <= j.priority <= 0 and j.pes <= j.hosts * cores[0] for j in order)
             and _fits_int64(order, config.walltime_kill))
 
 
@@ -330,8 +331,9 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
     fields = () if config.priority_key is not None else policies.priority(
         config.priority).key_fields
     if fields:  # the key's own columns, sorted at once: (-priority, *fields, id) ascending
+        # (~p orders as -p does, and cannot overflow)
         keys = [columns[4], *(_int_column(order, f) for f in reversed(fields)),
-                -_int_column(order, "priority")]
+                ~_int_column(order, "priority")]
         in_order = queued[np.lexsort([k[queued] for k in keys])]
     else:
         try:
@@ -358,9 +360,7 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
     log = AllocLog()
     log.extend(job=ids, host=first_host, hosts=hosts, core=0, pes=pes, start=starts,
                end=ends, role=OWN, owner=ids)
-    from cosim.output.columns import OutcomeColumns
-
-    cols = functools.partial(OutcomeColumns.of_runs, [outcomes[j.id] for j in order],
+    cols = functools.partial(_columns, order, outcomes,
                              job=dict(zip(("submit", "runtime", "walltime", "hosts", "id",
                                            "pes"), columns, strict=True)),
                              start=np_arrays[0], end=np_arrays[1], status=np_arrays[2],
@@ -372,6 +372,14 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
                     allocations=log.table(), rounds=rounds, passes=passes, facts=facts,
                     submissions=n, kills=kills, rejected=rejected, scattered_starts=0,
                     make_columns=cols)
+
+
+def _columns(order: Sequence[Job], outcomes: dict[int, JobOutcome], **arrays: Any) -> Any:
+    """The outcomes' `cosim.output.columns.OutcomeColumns` from the kernel's `arrays`, made
+    when asked for."""
+    from cosim.output.columns import OutcomeColumns
+
+    return OutcomeColumns.of_runs([outcomes[j.id] for j in order], **arrays)
 
 
 def _int_column(order: Sequence[Job], name: str) -> np.ndarray:

@@ -92,12 +92,15 @@ def _columns(outcomes: Sequence[JobOutcome]) -> tuple[np.ndarray, ...]:
     return submit, start, end, hosts
 
 
-def _ran_columns(cols: Any, n: int) -> tuple[np.ndarray, ...]:
-    """`_columns` of the jobs that ran, read from their `OutcomeColumns`."""
+def _ran_columns(cols: Any, ran_outcomes: Sequence[JobOutcome]) -> tuple[np.ndarray, ...]:
+    """`_columns` of the jobs that ran, read from their `OutcomeColumns`; ValueError unless
+    they are those jobs in that order (by job id)."""
     ran = np.fromiter((s in ("completed", "killed") for s in cols.status), dtype=bool,
                       count=len(cols))
-    if int(ran.sum()) != n:
-        raise ValueError(f"columns of {int(ran.sum())} jobs that ran for {n} outcomes")
+    ids = np.fromiter((o.job.id for o in ran_outcomes), dtype=np.int64,
+                      count=len(ran_outcomes))
+    if not np.array_equal(cols.id[ran], ids):
+        raise ValueError("the columns are not those of the outcomes that ran, in job id order")
     return cols.submit[ran], cols.start[ran], cols.end[ran], cols.hosts[ran]
 
 
@@ -600,7 +603,7 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     for those that never ran.
     """
     ran = _Ran(_ran(outcomes))
-    ran.cols = _columns(list(ran)) if columns is None else _ran_columns(columns, len(ran))
+    ran.cols = _columns(list(ran)) if columns is None else _ran_columns(columns, ran)
     ran.dropped = _dropped(outcomes)
     return {
         "jobs": len(ran),

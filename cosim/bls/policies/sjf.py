@@ -19,4 +19,4 @@ def key(job: Job) -> tuple[int, int]:
 
 
 POLICY = PriorityPolicy(name="sjf", summary="shortest job first by walltime: (walltime, submit, id)",
-                        key=key)
+                        key=key, key_fields=("walltime", "submit"))
