@@ -323,16 +323,17 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
     progress calls."""
     n_hosts, n = len(cores), len(order)
     key_of = _key_of(config)
-    columns = [_int_column(order, name)
-               for name in ("submit", "runtime", "walltime", "hosts", "id", "pes")]
+    # the jobs' fields the kernel takes, in its argument order (id and PEs after the rank)
+    fields_of = {name: _int_column(order, name)
+                 for name in ("submit", "runtime", "walltime", "hosts", "id", "pes")}
     # the queue order as a rank per job: its key's place among the keys of the jobs that
     # are queued (a larger job is rejected, unkeyed); equal keys by submission, as bisect_right
-    queued = np.flatnonzero(columns[3] <= n_hosts)
+    queued = np.flatnonzero(fields_of["hosts"] <= n_hosts)
     fields = () if config.priority_key is not None else policies.priority(
         config.priority).key_fields
     if fields:  # the key's own columns, sorted at once: (-priority, *fields, id) ascending
         # (~p orders as -p does, and cannot overflow)
-        keys = [columns[4], *(_int_column(order, f) for f in reversed(fields)),
+        keys = [fields_of["id"], *(_int_column(order, f) for f in reversed(fields)),
                 ~_int_column(order, "priority")]
         in_order = queued[np.lexsort([k[queued] for k in keys])]
     else:
@@ -345,6 +346,7 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
     rank = np.full(n, -1, dtype=np.int64)
     rank[in_order] = np.arange(len(in_order), dtype=np.int64)
     easy = policies.backfill(config.backfill) is policies.backfill("easy")
+    columns = list(fields_of.values())
     *arrays, counters = _kernel.replay(n, *columns[:4], rank, *columns[4:], n_hosts, easy,
                                        config.walltime_kill, progress)
     np_arrays = [np.frombuffer(a, dtype=np.int64) for a in arrays[:10]]
@@ -356,13 +358,11 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
         _fill(outcomes, order, done, start, end, status, run_at, run_n, run_first, run_count)
     # the allocation log: the kernel's rows (job, first host, hosts, PEs on each) in order
     job, first_host, hosts, pes = (np.frombuffer(a, dtype=np.int64) for a in arrays[10:])
-    ids, starts, ends = columns[4][job], np_arrays[0][job], np_arrays[1][job]
+    ids, starts, ends = fields_of["id"][job], np_arrays[0][job], np_arrays[1][job]
     log = AllocLog()
     log.extend(job=ids, host=first_host, hosts=hosts, core=0, pes=pes, start=starts,
                end=ends, role=OWN, owner=ids)
-    cols = functools.partial(_columns, order, outcomes,
-                             job=dict(zip(("submit", "runtime", "walltime", "hosts", "id",
-                                           "pes"), columns, strict=True)),
+    cols = functools.partial(_outcome_columns, order, outcomes, job=fields_of,
                              start=np_arrays[0], end=np_arrays[1], status=np_arrays[2],
                              run_at=np_arrays[4], run_n=np_arrays[5], run_first=run_first,
                              run_count=run_count)
@@ -374,7 +374,8 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
                     make_columns=cols)
 
 
-def _columns(order: Sequence[Job], outcomes: dict[int, JobOutcome], **arrays: Any) -> Any:
+def _outcome_columns(order: Sequence[Job], outcomes: dict[int, JobOutcome],
+                     **arrays: Any) -> Any:
     """The outcomes' `cosim.output.columns.OutcomeColumns` from the kernel's `arrays`, made
     when asked for."""
     from cosim.output.columns import OutcomeColumns
