@@ -47,6 +47,7 @@ from cosim.bls.policies.window import plan as window_plan
 from cosim.bls.scheduler import drops_hopeless, initial_tunables
 from cosim.core.collect import no_collection
 from cosim.core.indexset import IndexSet
+from cosim.core.records import slot_maker
 from cosim.errors import InputError, ProtocolError
 from cosim.platform.allocation import spread_runs
 from cosim.workload.jobs import Job, JobOutcome
@@ -120,25 +121,44 @@ def compiled_replayable(order: Sequence[Job], config: Any, cores: Sequence[int],
     priority job (ESP's Z jobs get reservations of their own; a priority below -2**63 is
     not an int64 either), and every job's PEs fitting its hosts (else the Python replay
     raises at its submission)."""
+    return _compiled_columns(order, config, cores, quantum) is not None
+
+
+#: The `Job` fields the compiled replay reads, as int64 columns (`_compiled_columns`)
+_KERNEL_FIELDS = ("submit", "runtime", "walltime", "hosts", "id", "pes", "priority")
+
+
+def _compiled_columns(order: Sequence[Job], config: Any, cores: Sequence[int],
+                      quantum: int = 0) -> dict[str, np.ndarray] | None:
+    """The jobs' `_KERNEL_FIELDS` as int64 columns when `compiled_replayable`, else None."""
     easy_or_none = (policies.backfill("easy"), policies.backfill("none"))
-    return (quantum == 0 and not config.bf_interval and initial_tunables(config).window <= 1
+    if not (quantum == 0 and not config.bf_interval and initial_tunables(config).window <= 1
             and config.selection == "first-fit"
-            and policies.backfill(config.backfill) in easy_or_none
-            and all(-2**63 <= j.priority <= 0 and j.pes <= j.hosts * cores[0] for j in order)
-            and _fits_int64(order, config.walltime_kill))
+            and policies.backfill(config.backfill) in easy_or_none):
+        return None
+    try:
+        columns = {name: _int_column(order, name) for name in _KERNEL_FIELDS}
+    except OverflowError:  # a field beyond int64
+        return None
+    hosts, pes = columns["hosts"], columns["pes"]
+    if ((columns["priority"] > 0).any() or ((pes - 1) // cores[0] >= hosts).any()
+            or not _fits_int64(columns, config.walltime_kill)):
+        return None
+    return columns
 
 
-def _fits_int64(order: Sequence[Job], kill: bool) -> bool:
+def _fits_int64(columns: dict[str, np.ndarray], kill: bool) -> bool:
     """True when no tick of the replay can leave int64 (the kernel's arithmetic): every job
     starts by the last submission plus every job's time on the machine (after the last
     submission a waiting job always finds some job running, or starts), and ends or is
-    expected to end at most a walltime later. Job ids must fit too."""
-    if not order:
+    expected to end at most a walltime later. Job ids must be >= 0 (they fit int64 already).
+    The sum is taken in Python ints, which cannot wrap."""
+    if not len(columns["id"]):
         return True
-    busy = sum(min(j.runtime, j.walltime) if kill else j.runtime for j in order)
-    latest = (max(j.submit for j in order) + busy + max(max(j.walltime for j in order), 1)
-              + 1)
-    return latest < 2**63 and all(0 <= j.id < 2**63 for j in order)
+    runtime, walltime = columns["runtime"], columns["walltime"]
+    busy = sum((np.minimum(runtime, walltime) if kill else runtime).tolist())
+    latest = (int(columns["submit"].max()) + busy + max(int(walltime.max()), 1) + 1)
+    return latest < 2**63 and bool((columns["id"] >= 0).all())
 
 
 def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: int = 0,
@@ -150,9 +170,10 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: 
     (`compiled_replayable`) and is built, True insists on it (ValueError where it does not
     apply, RuntimeError where it was not built), False runs the Python replay, the reference.
     """
-    if compiled is not False and compiled_replayable(order, config, cores, quantum):
+    columns = None if compiled is False else _compiled_columns(order, config, cores, quantum)
+    if columns is not None:
         if _kernel is not None:
-            done = _replay_compiled(order, config, cores, progress)
+            done = _replay_compiled(order, config, cores, progress, columns)
             if done is not None:
                 return done
         elif compiled:
@@ -315,7 +336,8 @@ def replay(order: Sequence[Job], *, config: Any, cores: Sequence[int], quantum: 
 
 
 def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
-                     progress: Callable[[int, int], None] | None) -> Replayed | None:
+                     progress: Callable[[int, int], None] | None,
+                     columns: dict[str, np.ndarray]) -> Replayed | None:
     """`replay` by the compiled kernel (cosim/bls/_replay.c: the same steps on arrays); the
     outcomes, first reservations and allocation log built here from its arrays, in the
     order the Python replay makes them. None when a priority key fails (raises, or keys that
@@ -324,7 +346,7 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
     n_hosts, n = len(cores), len(order)
     key_of = _key_of(config)
     # the jobs' fields the kernel takes, in its argument order (id and PEs after the rank)
-    fields_of = {name: _int_column(order, name)
+    fields_of = {name: columns[name]
                  for name in ("submit", "runtime", "walltime", "hosts", "id", "pes")}
     # the queue order as a rank per job: its key's place among the keys of the jobs that
     # are queued (a larger job is rejected, unkeyed); equal keys by submission, as bisect_right
@@ -333,8 +355,8 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
         config.priority).key_fields
     if fields:  # the key's own columns, sorted at once: (-priority, *fields, id) ascending
         # (~p orders as -p does, and cannot overflow)
-        keys = [fields_of["id"], *(_int_column(order, f) for f in reversed(fields)),
-                ~_int_column(order, "priority")]
+        keys = [fields_of["id"], *(columns[f] if f in columns else _int_column(order, f)
+                                   for f in reversed(fields)), ~columns["priority"]]
         in_order = queued[np.lexsort([k[queued] for k in keys])]
     else:
         try:
@@ -388,22 +410,26 @@ def _int_column(order: Sequence[Job], name: str) -> np.ndarray:
     return np.fromiter(map(attrgetter(name), order), dtype=np.int64, count=len(order))
 
 
+#: A `JobOutcome` of the replay's own values (`slot_maker`: what its constructor makes of them)
+_outcome = slot_maker(JobOutcome, ("job", "start", "end", "hosts", "status", "pe_ticks",
+                                   "pes_start"))
+
+
 def _fill(outcomes: dict[int, JobOutcome], order: Sequence[Job], done: list[int],
           start: list[int], end: list[int], status: list[int], run_at: list[int],
           run_n: list[int], run_first: list[int], run_count: list[int]) -> None:
     """The outcomes of the compiled replay, in the order it made them (`done`)."""
+    make = _outcome
     for k in done:
         job = order[k]
-        if status[k] == 2:
-            outcomes[job.id] = JobOutcome(job=job, start=None, end=None, hosts=(),
-                                          status="rejected")
+        st = status[k]
+        if st == 2:
+            outcomes[job.id] = make(job, None, None, (), "rejected", 0, 0)
             continue
         a, m, s, e = run_at[k], run_n[k], start[k], end[k]
-        outcomes[job.id] = JobOutcome(
-            job=job, start=s, end=e, hosts=IndexSet(tuple(run_first[a:a + m]),
-                                                     tuple(run_count[a:a + m])),
-            status="killed" if status[k] else "completed", pe_ticks=job.pes * (e - s),
-            pes_start=job.pes)
+        outcomes[job.id] = make(job, s, e, IndexSet(tuple(run_first[a:a + m]),
+                                                    tuple(run_count[a:a + m])),
+                                "killed" if st else "completed", job.pes * (e - s), job.pes)
 
 
 def _first_fit(free: bytearray, count: int) -> tuple[IndexSet, list[tuple[int, int]]]:

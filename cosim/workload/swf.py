@@ -79,6 +79,8 @@ from typing import Literal
 import numpy as np
 
 from cosim.core.clock import MAX_TICKS, TICKS_PER_SECOND, seconds_to_ticks
+from cosim.core.collect import no_collection
+from cosim.core.records import slot_maker
 from cosim.errors import InputError
 from cosim.workload.jobs import CATEGORY_CHARS, KINDS, Job
 from cosim.workload.marking import MARKABLE_KINDS, decimal_text, pe_bounds
@@ -626,6 +628,75 @@ def _bulk_rows(reader: SwfReader
     return [body + 1 + i for i in rows], a.astype(np.float64, copy=False), texts
 
 
+#: A rigid trace job from fields checked as `Job` checks them (`_bulk_jobs`)
+_trace_job = slot_maker(Job, ("id", "submit", "hosts", "pes", "walltime", "runtime", "user",
+                              "group", "queue", "partition", "swf"),
+                        fixed={"app_params": _NO_PARAMS}, same={"min_pes": "pes",
+                                                                "max_pes": "pes"})
+
+
+def _bulk_jobs(numbers: list[int], a: np.ndarray, texts: dict[int, tuple[str, ...]], *,
+               first: int, other: int, cores: int, max_hosts: int | None,
+               skip_zero_runtime: bool) -> tuple[
+                   list[Job], list[Job], dict[int, int], set[int], tuple[int, int, int, int]
+               ] | None:
+    """What `read_swf`'s loop makes of the rows of `_bulk_rows`, column by column: ``(jobs,
+    rejected, line of each rejected job, skipped ids, (read, skipped for run time, cancelled,
+    for processors))``, jobs and rejected sorted by ``(submit, id)`` and made by
+    `_trace_job`. None when a row ends past `_LATEST_END`: the loop then reads the rows one
+    by one, for its error or its warnings in line order."""
+    n = len(a)
+    run, status = a[:, _RUN], a[:, _STATUS]
+    skip = (run < 0) | ((run == 0) & (skip_zero_runtime | (status == 5)))
+    cancelled = int(np.count_nonzero(skip & (status == 5)))
+    procs = np.where(a[:, first] > 0, a[:, first], a[:, other])
+    no_procs = ~skip & (procs <= 0)
+    keep = np.flatnonzero(~skip & ~no_procs)
+    skipped = set(a[skip | no_procs, _JOB].astype(np.int64).tolist())
+    k = a[keep]
+    tps = TICKS_PER_SECOND
+    # integral seconds (<= 9e9, exact in a float) times the tick; fractional ones from the text
+    runtime = k[:, _RUN].astype(np.int64) * tps
+    submit = k[:, _SUBMIT].astype(np.int64) * tps
+    req = k[:, _REQ_TIME]
+    walltime = np.where(req <= 0, runtime, req.astype(np.int64) * tps)
+    if texts:
+        at = {int(row): i for i, row in enumerate(keep.tolist())}
+        for row, text in texts.items():
+            i = at.get(row)
+            if i is None:
+                continue
+            f = a[row]
+            if not f[_RUN].is_integer():
+                runtime[i] = seconds_to_ticks(text[_RUN])
+            if not f[_SUBMIT].is_integer():
+                submit[i] = seconds_to_ticks(text[_SUBMIT])
+            x = f[_REQ_TIME]
+            walltime[i] = runtime[i] if x <= 0 else walltime[i] if x.is_integer() else \
+                seconds_to_ticks(text[_REQ_TIME])
+    if (submit > _LATEST_END - np.maximum(runtime, walltime)).any():
+        return None
+    pes = procs[keep].astype(np.int64)
+    hosts = -(-pes // cores)
+    ids = k[:, _JOB].astype(np.int64)
+    order = np.lexsort((ids, submit))
+    big = np.zeros(len(keep), dtype=bool) if max_hosts is None else hosts > max_hosts
+    made = []
+    with no_collection():  # acyclic objects only
+        for part in (order[~big[order]], order[big[order]]):
+            made.append(list(map(
+                _trace_job, ids[part].tolist(), submit[part].tolist(), hosts[part].tolist(),
+                pes[part].tolist(), walltime[part].tolist(), runtime[part].tolist(),
+                *(k[part, f].astype(np.int64).tolist() for f in (_USER, _GROUP, _QUEUE, _PART)),
+                map(tuple, k[part].tolist()))))
+    jobs, rejected = made
+    line_of = np.asarray(numbers, dtype=np.int64)[keep]
+    lines = dict(zip(ids[big].tolist(), line_of[big].tolist(), strict=True))
+    counts = (n, int(np.count_nonzero(skip)) - cancelled, cancelled,
+              int(np.count_nonzero(no_procs)))
+    return jobs, rejected, lines, skipped, counts
+
+
 def _check_int(value: object, name: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise InputError(f"must be an integer >= {low}, got {value!r}", field=name)
@@ -694,9 +765,16 @@ def read_swf(
     skipped: set[int] = set()
     ticks, tps = seconds_to_ticks, TICKS_PER_SECOND
     bulk = _bulk_rows(reader)
+    taken = None if bulk is None else _bulk_jobs(
+        *bulk, first=first, other=other, cores=cores, max_hosts=max_hosts,
+        skip_zero_runtime=skip_zero_runtime)
+    if taken is not None:
+        jobs, rejected, lines, skipped, (read, skip_run, skip_cancel, skip_procs) = taken
     records: Iterator[tuple[int, tuple[float, ...], tuple[str, ...]]]
     if bulk is None:
         records = ((r.line, r.fields, r.text) for r in reader)
+    elif taken is not None:
+        records = iter(())
     else:  # the text only where a time is fractional (read below only then)
         numbers, values, texts = bulk
         records = ((n, f, texts.get(k, ())) for k, (n, f) in enumerate(
@@ -752,8 +830,9 @@ def read_swf(
     if apps:
         jobs = [_with_app(j, apps, reader.path) for j in jobs]
         rejected = [_with_app(j, apps, reader.path) for j in rejected]
-    jobs.sort(key=lambda j: (j.submit, j.id))
-    rejected.sort(key=lambda j: (j.submit, j.id))
+    if taken is None:  # (`_bulk_jobs` makes them in this order)
+        jobs.sort(key=lambda j: (j.submit, j.id))
+        rejected.sort(key=lambda j: (j.submit, j.id))
     if warn is not None and max_hosts is not None:
         for j in rejected[:_MAX_WARNINGS]:
             warn(f"{reader.path}:{lines[j.id]}: job {j.id} needs {j.hosts} hosts "

@@ -1,0 +1,118 @@
+"""Instances made in bulk (`cosim.core.records.slot_maker`) equal those of the constructor,
+for every class cosim makes that way; and `cosim.core.collect.no_collection` leaves the
+collector as it found it, its objects handed on unwalked."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cosim.bls import replay
+from cosim.core.collect import no_collection
+from cosim.core.indexset import IndexSet
+from cosim.core.records import slot_maker
+from cosim.workload import swf
+from cosim.workload.jobs import Job, JobOutcome
+
+U = st.integers(-1, 2**40)
+N = st.integers(0, 2**62)
+
+
+@settings(max_examples=200, deadline=None)
+@given(id=N, submit=N, hosts=st.integers(1, 2**20), pes=st.integers(1, 2**20), walltime=N,
+       runtime=N, user=U, group=U, queue=U, partition=U,
+       swf_row=st.none() | st.lists(st.floats(allow_nan=False), min_size=18, max_size=18))
+def test_a_trace_job_made_in_bulk_is_the_job_its_constructor_makes(
+        id, submit, hosts, pes, walltime, runtime, user, group, queue, partition, swf_row):
+    row = None if swf_row is None else tuple(swf_row)
+    made = swf._trace_job(id, submit, hosts, pes, walltime, runtime, user, group, queue,
+                          partition, row)
+    ref = Job(id=id, submit=submit, hosts=hosts, pes=pes, walltime=walltime, runtime=runtime,
+              user=user, group=group, queue=queue, partition=partition, swf=row,
+              app_params=swf._NO_PARAMS)
+    assert made == ref
+    # every field set, to the same object where it is one (defaults, the shared params)
+    for f in dataclasses.fields(Job):
+        assert getattr(made, f.name) == getattr(ref, f.name), f.name
+    assert made.min_pes == made.max_pes == pes and made.resizable is False
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.pes = 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=N, run=N, pes=st.integers(1, 64), status=st.sampled_from(["completed", "killed"]),
+       rejected=st.booleans())
+def test_a_replay_outcome_made_in_bulk_is_the_outcome_its_constructor_makes(start, run, pes,
+                                                                            status, rejected):
+    job = Job(id=3, submit=0, hosts=2, pes=pes, walltime=run, runtime=run)
+    if rejected:
+        made = replay._outcome(job, None, None, (), "rejected", 0, 0)
+        ref = JobOutcome(job=job, start=None, end=None, hosts=(), status="rejected")
+    else:
+        hosts = IndexSet((0, 5), (1, 1))
+        made = replay._outcome(job, start, start + run, hosts, status, pes * run, pes)
+        ref = JobOutcome(job=job, start=start, end=start + run, hosts=hosts, status=status,
+                         pe_ticks=pes * run, pes_start=pes)
+    assert made == ref
+    assert [getattr(made, f.name) for f in dataclasses.fields(JobOutcome)] == \
+        [getattr(ref, f.name) for f in dataclasses.fields(JobOutcome)]
+
+
+def test_a_maker_names_what_it_cannot_set():
+    with pytest.raises(TypeError, match="Job.id: neither given"):
+        slot_maker(Job, ("submit", "hosts", "pes", "walltime", "runtime"),
+                   fixed={"app_params": {}})
+    with pytest.raises(TypeError, match="app_params"):  # a default factory is not a constant
+        slot_maker(Job, ("id", "submit", "hosts", "pes", "walltime", "runtime"))
+    with pytest.raises(TypeError, match="not slotted fields \\['colour'\\]"):
+        slot_maker(JobOutcome, ("job", "colour"))
+
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        a: int = 0
+
+    with pytest.raises(TypeError, match="has no slots"):
+        slot_maker(Plain, ("a",))
+
+
+def test_no_collection_hands_its_objects_on_and_restores_the_collector():
+    assert gc.isenabled()
+    before = gc.get_threshold()
+    gc.set_threshold(10**9)  # no automatic collection here: the counts tell what is due
+    try:
+        with no_collection():
+            assert not gc.isenabled()
+            made = [[k] for k in range(50_000)]
+        young = gc.get_count()[0]
+        assert gc.isenabled()
+        # handed to the oldest generation: no young collection is due to walk them
+        assert young < 1_000
+        assert gc.get_freeze_count() == 0
+        assert any(o is made[0] for o in gc.get_objects(generation=2))
+    finally:
+        gc.set_threshold(*before)
+    # a collector paused by the caller stays paused
+    gc.disable()
+    try:
+        with no_collection():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_no_collection_leaves_objects_frozen_by_the_caller_frozen():
+    frozen = [[k] for k in range(10)]
+    gc.freeze()
+    try:
+        n = gc.get_freeze_count()
+        with no_collection():
+            [[k] for k in range(1_000)]
+        assert gc.get_freeze_count() == n  # not thawed (nor the block's objects frozen)
+    finally:
+        gc.unfreeze()
+    del frozen
