@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from cosim.core.clock import format_ticks
 from cosim.core.indexset import IndexSet
-from cosim.output.columns import OutcomeColumns
+from cosim.output.columns import OutcomeColumns, _pe_ticks
 from cosim.output.metrics import summary
 from cosim.output.runfiles import _rows, host_ranges, write_jobs_csv
 from cosim.output.tables import _jobs_table
@@ -50,9 +50,15 @@ def outcomes(draw):
             continue
         start = submit + draw(st.integers(0, 30)) * S
         held = sorted(draw(st.sets(st.integers(0, 40), min_size=1, max_size=hosts)))
+        events = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 99)), max_size=3)
         out.append(JobOutcome(job=job, start=start, end=start + draw(st.integers(0, 30)) * S,
                               hosts=draw(st.sampled_from([tuple(held), IndexSet.of(held)])),
-                              status=status))
+                              status=status, yielded=tuple(draw(events)),
+                              lent=tuple(draw(events)), borrowed=tuple(draw(events)),
+                              shrinks=draw(st.integers(0, 3)), expands=draw(st.integers(0, 3)),
+                              pes_start=draw(st.integers(0, 12)),
+                              pe_ticks=draw(st.integers(0, 2**70)),
+                              energy_j=draw(st.floats(0, 1e9))))
     return out
 
 
@@ -72,9 +78,46 @@ def test_the_columns_are_what_each_outcome_says(outs):
         assert getattr(cols, f"has_{name}").tolist() == [v is not None for v in values]
         assert getattr(cols, name).tolist() == [v or 0 for v in values]
     assert cols.status == tuple(o.status for o in ordered)
+    assert cols.ran.tolist() == [o.status in ("completed", "killed") for o in ordered]
     assert cols.host_text == [host_ranges(o.hosts) for o in ordered]
+    for name in ("shrinks", "expands", "energy_j"):
+        assert getattr(cols, name).tolist() == [getattr(o, name) for o in ordered], name
+    for name, attr in (("yields", "yielded"), ("lends", "lent"), ("borrows", "borrowed")):
+        assert getattr(cols, name).tolist() == [len(getattr(o, attr)) for o in ordered], name
+    assert cols.pes_start.tolist() == [o.pes_start or o.job.pes for o in ordered]
+    assert cols.pe_ticks.tolist() == [float(o.pe_ticks) for o in ordered]
     for a in (cols.id, cols.start, cols.hosts):
         assert a.dtype == np.int64
+
+
+@settings(max_examples=100, deadline=None)
+@given(outcomes())
+def test_the_jobs_table_says_what_each_outcome_says(outs):
+    """The ``jobs`` table's event counts, PEs at start, PE-time and energy, row by row."""
+    t = _jobs_table(OutcomeColumns.of(outs), "SS", {})
+    ordered = sorted(outs, key=lambda o: o.job.id)
+    ran = [o.status in ("completed", "killed") for o in ordered]
+    assert t["id"].tolist() == [o.job.id for o in ordered]
+    for name, attr in (("yields", "yielded"), ("lends", "lent"), ("borrows", "borrowed")):
+        assert t[name].tolist() == [len(getattr(o, attr)) for o in ordered], name
+    for name in ("shrinks", "expands", "energy_j"):
+        assert t[name].tolist() == [getattr(o, name) for o in ordered], name
+    assert t["pes_start"].tolist() == [(o.pes_start or o.job.pes) if r else 0
+                                       for o, r in zip(ordered, ran, strict=True)]
+    assert t["pe_seconds"].tolist() == [float(o.pe_ticks) / S for o in ordered]
+    assert np.isnan(t["value"]).all()  # no job has a value here
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 2**31), st.integers(0, 2**62)), max_size=8))
+def test_pe_ticks_are_rounded_once_from_the_exact_product(pairs):
+    """The replay's PE-times (`_pe_ticks`) are what `float` makes of the exact products,
+    products beyond int64 included."""
+    pes = np.array([p for p, _ in pairs], dtype=np.int64)
+    run = np.array([r for _, r in pairs], dtype=np.int64)
+    got = _pe_ticks(pes, run)
+    assert got.dtype == np.float64
+    assert got.tolist() == [float(p * r) for p, r in pairs]
 
 
 def column_values(cols: OutcomeColumns) -> dict:

@@ -2,21 +2,24 @@
 
 `OutcomeColumns.of` sorts a run's outcomes by job id and reads, one pass per field, what the
 output files and tables all need — ids, submission, wall and run times, PEs, the hosts asked
-for and the hosts held, start and end ticks (with masks where a job has none) — as int64
-arrays, and the statuses; each job's host list as text (`IndexSet.interval_text`) is made on
-first use and kept. ``jobs.csv``, ``batsim_jobs.csv``, ``schedule.swf`` and the ``jobs``
-table of ``results.h5`` each take it (or make it from the outcomes when the caller has none),
-so the files of one run gather each column once; the rarer fields (RCA, resizes, power,
-values) they still read from the outcomes. The compiled trace replay makes its columns from
-its own arrays (`OutcomeColumns.of_runs`: no pass over the outcomes but to order them), and
-``summary.json``'s metrics read their times from them. Ticks fit int64
-(`cosim.core.clock.MAX_TICKS`); a PE-time may not, and stays with the writers.
+for and the hosts held, start and end ticks (with masks where a job has none), the counts of
+RCA and resize events, the PEs a job started on, its PE-time and energy — as arrays, and the
+statuses; each job's host list as text (`IndexSet.interval_text`) is made on first use and
+kept. ``jobs.csv``, ``batsim_jobs.csv``, ``schedule.swf`` and the ``jobs`` table of
+``results.h5`` each take it (or make it from the outcomes when the caller has none), so the
+files of one run gather each column once; what only some runs have (the RCA and power
+events themselves, values) they still read from the outcomes. The compiled trace replay
+makes its columns from its own arrays (`OutcomeColumns.of_runs`: no pass over the outcomes
+but to order them), and ``summary.json``'s metrics read their times and counts from them.
+Ticks fit int64 (`cosim.core.clock.MAX_TICKS`); a PE-time may not, and is kept as a float
+(the ``jobs`` table's ``pe_seconds``), rounded once from the exact integer.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -30,6 +33,10 @@ __all__ = ["OutcomeColumns"]
 
 def _ints(items: Sequence[object], name: str) -> np.ndarray:
     return np.fromiter(map(attrgetter(name), items), dtype=np.int64, count=len(items))
+
+
+def _floats(items: Sequence[object], name: str) -> np.ndarray:
+    return np.fromiter(map(attrgetter(name), items), dtype=np.float64, count=len(items))
 
 
 def _ticks(values: list[int | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -54,11 +61,26 @@ def _beyond(outcomes: Sequence[JobOutcome]) -> str:
     return "a value does not fit a 64-bit integer"  # pragma: no cover - found above
 
 
+_RAN = frozenset(("completed", "killed"))
+
+
+def _pe_ticks(pes: np.ndarray, run: np.ndarray) -> np.ndarray:
+    """``pes * run`` as float64, each rounded once from the exact integer product (in int64
+    where no product can leave it, else in Python ints)."""
+    if not len(pes) or int(run.max()) <= (2**63 - 1) // max(int(pes.max()), 1):
+        return (pes * run).astype(np.float64)
+    return np.array([float(a * b) for a, b in zip(pes.tolist(), run.tolist(), strict=True)],
+                    dtype=np.float64)
+
+
 @dataclass(frozen=True, eq=False)
 class OutcomeColumns:
     """Outcomes by job id as columns (module docstring). `hosts`: the hosts a job held PEs
     on (``len(JobOutcome.hosts)``, 0 when it never ran); `job_hosts`: those it asked for
-    (`Job.hosts`); `start` and `end` hold 0 where `has_start` and `has_end` are False."""
+    (`Job.hosts`); `start` and `end` hold 0 where `has_start` and `has_end` are False.
+    `shrinks`, `expands` as the outcomes say; `yields`, `lends`, `borrows` the lengths of
+    their `yielded`, `lent` and `borrowed`; `pes_start` their `pes_start`, or the job's
+    `pes` where that is 0; `pe_ticks` (float64, rounded once) and `energy_j` (float64)."""
 
     outcomes: tuple[JobOutcome, ...]
     jobs: tuple[Job, ...]
@@ -74,6 +96,14 @@ class OutcomeColumns:
     has_start: np.ndarray
     has_end: np.ndarray
     status: tuple[str, ...]
+    shrinks: np.ndarray
+    expands: np.ndarray
+    yields: np.ndarray
+    lends: np.ndarray
+    borrows: np.ndarray
+    pes_start: np.ndarray
+    pe_ticks: np.ndarray
+    energy_j: np.ndarray
     texts: list[str] | None = field(default=None, repr=False)  # `host_text`, made ahead
 
     @classmethod
@@ -90,6 +120,7 @@ class OutcomeColumns:
     def _of(cls, outcomes: Sequence[JobOutcome]) -> OutcomeColumns:
         ordered = tuple(sorted(outcomes, key=lambda o: o.job.id))
         jobs = tuple(o.job for o in ordered)
+        n = len(ordered)
         start, has_start = _ticks([o.start for o in ordered])
         end, has_end = _ticks([o.end for o in ordered])
         return cls(outcomes=ordered, jobs=jobs, id=_ints(jobs, "id"),
@@ -99,7 +130,15 @@ class OutcomeColumns:
                    hosts=np.fromiter((len(o.hosts) for o in ordered), dtype=np.int64,
                                      count=len(ordered)),
                    start=start, end=end, has_start=has_start, has_end=has_end,
-                   status=tuple(o.status for o in ordered))
+                   status=tuple(o.status for o in ordered),
+                   shrinks=_ints(ordered, "shrinks"), expands=_ints(ordered, "expands"),
+                   **{name: np.fromiter(map(len, map(attrgetter(attr), ordered)), np.int64,
+                                        count=n)
+                      for name, attr in (("yields", "yielded"), ("lends", "lent"),
+                                         ("borrows", "borrowed"))},
+                   pes_start=np.fromiter((o.pes_start or o.job.pes for o in ordered),
+                                         dtype=np.int64, count=n),
+                   pe_ticks=_floats(ordered, "pe_ticks"), energy_j=_floats(ordered, "energy_j"))
 
     @classmethod
     def of_runs(cls, outcomes: Sequence[JobOutcome], *, job: Mapping[str, np.ndarray],
@@ -112,10 +151,13 @@ class OutcomeColumns:
         end ignored); and the hosts of outcome k as the runs ``run_first[a:a + m]``,
         ``run_count[a:a + m]`` (maximal, ascending) with ``a, m = run_at[k], run_n[k]``;
         sorted by job id. The compiled replay's: what `of` would gather from the outcomes,
-        read from the arrays they were made from."""
+        read from the arrays they were made from (its jobs are rigid, on their own hosts:
+        no RCA, resize or power event; each ran on its `pes`)."""
         by_id = np.argsort(job["id"], kind="stable")
         pick = by_id.tolist()
         ran = (status != 2)[by_id]
+        n = len(pick)
+        pes = job["pes"][by_id]
         names = ("completed", "killed", "rejected")
         pieces = run_texts(run_first, run_count)
         sums = np.concatenate(([0], np.cumsum(run_count, dtype=np.int64)))
@@ -130,7 +172,12 @@ class OutcomeColumns:
                        ("runtime", "runtime"), ("pes", "pes"), ("job_hosts", "hosts"))},
                    hosts=np.where(ran, held, 0), start=np.where(ran, start[by_id], 0),
                    end=np.where(ran, end[by_id], 0), has_start=ran, has_end=ran.copy(),
-                   status=tuple(names[c] for c in status[by_id].tolist()), texts=texts)
+                   status=tuple(names[c] for c in status[by_id].tolist()),
+                   **{name: np.zeros(n, dtype=np.int64)
+                      for name in ("shrinks", "expands", "yields", "lends", "borrows")},
+                   pes_start=pes.copy(),
+                   pe_ticks=_pe_ticks(pes, np.where(ran, end[by_id] - start[by_id], 0)),
+                   energy_j=np.zeros(n), texts=texts)
 
     def joined(self, other: OutcomeColumns) -> OutcomeColumns:
         """These outcomes and `other`'s (no job in both), sorted by job id."""
@@ -148,11 +195,14 @@ class OutcomeColumns:
 
         return OutcomeColumns(
             outcomes=seq(self.outcomes, other.outcomes), jobs=seq(self.jobs, other.jobs),
-            **{name: cat(name) for name in ("id", "submit", "walltime", "runtime", "pes",
-                                            "job_hosts", "hosts", "start", "end",
-                                            "has_start", "has_end")},
+            **{name: cat(name) for name in _ARRAYS},
             status=seq(self.status, other.status),
             texts=list(seq(self.host_text, other.host_text)))
+
+    @functools.cached_property
+    def ran(self) -> np.ndarray:
+        """True where the job ran (completed or killed)."""
+        return np.fromiter((s in _RAN for s in self.status), dtype=bool, count=len(self))
 
     def __len__(self) -> int:
         return len(self.outcomes)
@@ -163,3 +213,8 @@ class OutcomeColumns:
         if self.texts is not None:
             return self.texts
         return [IndexSet.of(o.hosts).interval_text() for o in self.outcomes]
+
+
+#: The array fields of `OutcomeColumns`, in their order
+_ARRAYS = tuple(f.name for f in dataclasses.fields(OutcomeColumns)
+                if f.name not in ("outcomes", "jobs", "status", "texts"))

@@ -578,6 +578,28 @@ def power_metrics(power: Any, outcomes: Sequence[JobOutcome]) -> dict[str, Any]:
             "energy_per_value": power.energy_j / earned if earned > 0 else None}
 
 
+def _counts(outcomes: Sequence[JobOutcome], ran: Sequence[JobOutcome]) -> dict[str, int]:
+    """`summary`'s counts of jobs and events (`_column_counts`, from the outcomes)."""
+    return {"rejected": sum(1 for o in outcomes if o.status == "rejected"),
+            "killed": sum(1 for o in ran if o.status == "killed"),
+            "yields": sum(len(o.yielded) for o in ran),
+            "lends": sum(len(o.lent) for o in ran),
+            "shrinks": sum(o.shrinks for o in ran),
+            "expands": sum(o.expands for o in ran),
+            "resized_jobs": sum(1 for o in ran if o.shrinks or o.expands)}
+
+
+def _column_counts(cols: Any) -> dict[str, int]:
+    """`_counts` from the run's `cosim.output.columns.OutcomeColumns` (integers: the same
+    sums in any order)."""
+    ran = cols.ran
+    return {"rejected": cols.status.count("rejected"), "killed": cols.status.count("killed"),
+            **{name: int(getattr(cols, name)[ran].sum())
+               for name in ("yields", "lends", "shrinks", "expands")},
+            "resized_jobs": int(np.count_nonzero((cols.shrinks[ran] > 0)
+                                                 | (cols.expands[ran] > 0)))}
+
+
 def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
             cores_per_host: int | Sequence[int] | None = None,
             allocations: np.ndarray | None = None, power: Any = None,
@@ -605,10 +627,11 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     ran = _Ran(_ran(outcomes))
     ran.cols = _columns(list(ran)) if columns is None else _ran_columns(columns, ran)
     ran.dropped = _dropped(outcomes)
+    counts = _counts(outcomes, ran) if columns is None else _column_counts(columns)
     return {
         "jobs": len(ran),
-        "rejected": sum(1 for o in outcomes if o.status == "rejected"),
-        "killed": sum(1 for o in ran if o.status == "killed"),
+        "rejected": counts["rejected"],
+        "killed": counts["killed"],
         "makespan_s": makespan(ran),
         "utilization": utilization(ran, n_hosts, allocations=allocations),
         "occupancy": occupancy(ran, n_hosts, allocations=allocations),
@@ -621,11 +644,8 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
         "loss_of_capacity_fit": loss_of_capacity(ran, n_hosts, allocations=allocations,
                                                  fit_only=True),
         "unfair_jobs": unfair_jobs(ran, n_hosts),
-        "yields": sum(len(o.yielded) for o in ran),
-        "lends": sum(len(o.lent) for o in ran),
-        "shrinks": sum(o.shrinks for o in ran),
-        "expands": sum(o.expands for o in ran),
-        "resized_jobs": sum(1 for o in ran if o.shrinks or o.expands),
+        **{key: counts[key] for key in ("yields", "lends", "shrinks", "expands",
+                                        "resized_jobs")},
         "pe_utilization": None if cores_per_host is None else
         pe_utilization(ran, n_hosts, cores_per_host, allocations=allocations),
         **(productivity(outcomes) if any(o.job.value is not None for o in outcomes) else {}),

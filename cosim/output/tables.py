@@ -177,7 +177,9 @@ def _strings(values: Any, width: int) -> np.ndarray:
 def _jobs_table(cols: OutcomeColumns, technique: str,
                 imbalance: Mapping[int, float]) -> np.ndarray:
     """The ``jobs`` table of outcomes in id order, column by column (from the run's
-    `OutcomeColumns`; attrgetter passes for the rest: no Python object per row is kept)."""
+    `OutcomeColumns`; a pass over the jobs for their bounds, category, app and kind, and the
+    outcomes of the jobs with a value for what they earned: no Python object per row is
+    kept)."""
     outs, jobs = cols.outcomes, cols.jobs
     n = len(outs)
     t = np.zeros(n, dtype=JOB_DTYPE)
@@ -185,8 +187,7 @@ def _jobs_table(cols: OutcomeColumns, technique: str,
     t["walltime"], t["runtime"] = cols.walltime, cols.runtime
     for name in ("min_pes", "max_pes"):
         t[name] = _column(jobs, attrgetter(name), np.int64)
-    for name in ("shrinks", "expands"):
-        t[name] = _column(outs, attrgetter(name), np.int64)
+    t["shrinks"], t["expands"] = cols.shrinks, cols.expands
     ran = cols.has_start & cols.has_end
     t["status"] = _strings(cols.status, 9)
     t["start"] = np.where(ran, cols.start, NO_TICK)
@@ -208,18 +209,18 @@ def _jobs_table(cols: OutcomeColumns, technique: str,
         t["response_s"] = np.where(ran, (end - submit) / TICKS_PER_SECOND, nan)
         t["slowdown"] = np.where(ran & (run > 0), (end - submit) / np.where(run > 0, run, 1),
                                  nan)
-    for name, attr in (("yields", "yielded"), ("lends", "lent"), ("borrows", "borrowed")):
-        t[name] = np.fromiter((len(x) for x in map(attrgetter(attr), outs)), np.int64, n)
+    t["yields"], t["lends"], t["borrows"] = cols.yields, cols.lends, cols.borrows
     t["imbalance"] = np.nan
     if imbalance:
         pos = np.searchsorted(t["id"], np.fromiter(imbalance, dtype=np.int64))
         t["imbalance"][pos] = np.fromiter(imbalance.values(), dtype=np.float64)
-    t["pes_start"] = np.where(ran, np.fromiter((o.pes_start or o.job.pes for o in outs),
-                                               np.int64, n), 0)
-    t["pe_seconds"] = _column(outs, attrgetter("pe_ticks"), np.float64) / TICKS_PER_SECOND
-    t["value"] = np.fromiter((np.nan if o.job.value is None else earned(o) for o in outs),
-                             np.float64, n)
-    t["energy_j"] = _column(outs, attrgetter("energy_j"), np.float64)
+    t["pes_start"] = np.where(ran, cols.pes_start, 0)
+    t["pe_seconds"] = cols.pe_ticks / TICKS_PER_SECOND
+    valued = [k for k, j in enumerate(jobs) if j.value is not None]
+    t["value"] = np.nan
+    if valued:
+        t["value"][valued] = [earned(outs[k]) for k in valued]
+    t["energy_j"] = cols.energy_j
     return t
 
 
