@@ -50,10 +50,13 @@ BSLD_THRESHOLD_S = 10.0
 
 class _Ran(list):
     """The jobs that ran, with their columns (`_columns`) computed once, and the dropped
-    ones (they waited, then left the queue): `summary` hands it to every metric."""
+    ones (they waited, then left the queue): `summary` hands it to every metric. `series`
+    keeps the occupied hosts over time of one allocation log (`_occupied_series`), which
+    three of the metrics read."""
 
     cols: tuple[np.ndarray, ...]
     dropped: tuple[JobOutcome, ...] = ()
+    series: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
 
 
 def _dropped(outcomes: Sequence[JobOutcome]) -> tuple[JobOutcome, ...]:
@@ -454,6 +457,9 @@ def _occupied_series(ran: Sequence[JobOutcome], a: np.ndarray) -> tuple[np.ndarr
     """``(times, hosts)``: the occupied hosts of the allocation log `a` from each time on —
     every row, busy or yielded, except an owner's yielded rows on a host from its first lend
     on; each host counted once however many jobs hold PEs on it."""
+    kept = getattr(ran, "series", None)
+    if kept is not None and kept[0] is a:
+        return kept[1]
     first_lend = {(o.job.id, h): t for o in ran for h, t in o.lent}
     keep = np.ones(len(a), dtype=bool)
     if first_lend:
@@ -462,7 +468,10 @@ def _occupied_series(ran: Sequence[JobOutcome], a: np.ndarray) -> tuple[np.ndarr
             t = first_lend.get((int(a["job"][i]), int(a["host"][i])))
             if t is not None and a["start"][i] >= t:
                 keep[i] = False
-    return busy_host_series(a[keep])
+    out = busy_host_series(a[keep])
+    if isinstance(ran, _Ran):
+        ran.series = (a, out)
+    return out
 
 
 def fair_starts(outcomes: Sequence[JobOutcome], n_hosts: int) -> dict[int, int]:
