@@ -75,8 +75,34 @@ def test_a_maker_names_what_it_cannot_set():
     class Plain:
         a: int = 0
 
-    with pytest.raises(TypeError, match="has no slots"):
+    with pytest.raises(TypeError, match="Plain.a is not a slot"):
         slot_maker(Plain, ("a",))
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Odd:
+        _slot_obj: int = 0
+
+    with pytest.raises(TypeError, match="start with '_slot_'"):
+        slot_maker(Odd, ("_slot_obj",))
+
+
+def test_a_maker_takes_any_field_name_and_the_fields_of_a_base():
+    """Fields named like the generated code's locals (`obj`, `make`), and slots inherited
+    from a slotted base, are set as the constructor sets them."""
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Base:
+        x: int
+        obj: str = "o"
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Child(Base):
+        make: int = 0
+        z: int = 1
+
+    made = slot_maker(Child, ("x", "obj", "make"), fixed={"z": 5})(1, "not me", 3)
+    assert made == Child(x=1, obj="not me", make=3, z=5)
+    assert slot_maker(Child, ("x",))(7) == Child(x=7)
 
 
 def test_no_collection_hands_its_objects_on_and_restores_the_collector():

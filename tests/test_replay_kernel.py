@@ -179,6 +179,36 @@ def test_runs_whose_ticks_could_leave_int64_go_to_the_python_replay():
     assert not compiled_replayable(low, BatchConfig(), [1])
     r = replay(low, config=BatchConfig(backfill="none"), cores=[1])
     assert (r.outcomes[2].start, r.outcomes[1].start) == (0, S)
+    # a run time past int64 once added to its start, though the walltime kills the job
+    # first: the kernel adds it all the same
+    huge = [Job(id=1, submit=0, hosts=1, pes=1, runtime=2**63 - 1, walltime=4 * S)]
+    assert not compiled_replayable(huge, BatchConfig(), [1])
+    r = replay(huge, config=BatchConfig(), cores=[1])
+    assert (r.outcomes[1].end, r.outcomes[1].status) == (4 * S, "killed")
+
+
+def test_pe_time_past_int64_is_the_exact_product_rounded_once():
+    """A job whose PEs x run time leaves int64 (64 PEs for nine years): the replay's columns
+    give its PE-time as `float` of the exact product, as gathered from its outcome."""
+    run = 2**58 + 12_345
+    jobs = [Job(id=1, submit=0, hosts=1, pes=64, runtime=run, walltime=run)]
+    r = replay(jobs, config=BatchConfig(), cores=[64], compiled=True)
+    cols = r.make_columns()
+    assert cols.pe_ticks.tolist() == [float(64 * run)] == [float(r.outcomes[1].pe_ticks)]
+
+
+def test_a_priority_that_is_no_integer_is_ranked_as_python_ranks_it():
+    """The API takes any number as a priority: the compiled replay, which would truncate it
+    to an int64, steps aside, and 0.5 ranks before 0."""
+    jobs = [Job(id=1, submit=0, hosts=2, pes=2, runtime=10 * S, walltime=10 * S),
+            Job(id=2, submit=S, hosts=2, pes=2, runtime=5 * S, walltime=5 * S),
+            Job(id=3, submit=2 * S, hosts=2, pes=2, runtime=5 * S, walltime=5 * S,
+                priority=0.5)]
+    assert not compiled_replayable(jobs, BatchConfig(), [1, 1])
+    r = replay(jobs, config=BatchConfig(), cores=[1, 1])
+    assert (r.outcomes[3].start, r.outcomes[2].start) == (10 * S, 15 * S)
+    assert compiled_replayable([dataclasses.replace(j, priority=np.int64(0)) for j in jobs],
+                               BatchConfig(), [1, 1])
 
 
 def test_a_priority_key_that_fails_fails_as_in_the_python_replay():

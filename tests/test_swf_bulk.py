@@ -117,6 +117,21 @@ def test_the_bulk_reader_gives_what_the_line_reader_gives(tmp_path, monkeypatch,
     assert bulk == line
 
 
+def test_a_bad_cosimapp_names_the_same_job_and_huge_cores_read(tmp_path, monkeypatch):
+    """A CosimApp line no job can take is reported for the first such job in the file, as
+    the line reader reports it (not the first by submission); a core count past any PE count
+    gives every job one host, as Python's ints give it."""
+    p = tmp_path / "t.swf"
+    p.write_text("; CosimApp: 1 kind=moldable min_pes=5\n"
+                 "2 100 -1 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n"
+                 "1 0 -1 10 2 -1 -1 2 20 -1 1 1 1 1 1 -1 -1 -1\n")
+    bulk, line = both(p, monkeypatch)
+    assert bulk == line and "job 2 (pes 1)" in bulk[0]
+    p.write_text("1 0 -1 10 7 -1 -1 7 20 -1 1 1 1 1 1 -1 -1 -1\n")
+    bulk, line = both(p, monkeypatch, cores_per_host=2**63)
+    assert bulk == line and bulk[0].jobs[0].hosts == 1
+
+
 def test_what_the_bulk_reader_leaves_to_the_line_reader(tmp_path):
     """Each of these files is read line by line (the bulk reader returns None)."""
     ok = "1 0 -1 10 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1"

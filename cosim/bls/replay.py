@@ -126,6 +126,8 @@ def compiled_replayable(order: Sequence[Job], config: Any, cores: Sequence[int],
 
 #: The `Job` fields the compiled replay reads, as int64 columns (`_compiled_columns`)
 _KERNEL_FIELDS = ("submit", "runtime", "walltime", "hosts", "id", "pes", "priority")
+_INTS = (int, np.integer)
+_PRIORITY = attrgetter("priority")
 
 
 def _compiled_columns(order: Sequence[Job], config: Any, cores: Sequence[int],
@@ -136,6 +138,8 @@ def _compiled_columns(order: Sequence[Job], config: Any, cores: Sequence[int],
             and config.selection == "first-fit"
             and policies.backfill(config.backfill) in easy_or_none):
         return None
+    if not all(issubclass(t, _INTS) for t in set(map(type, map(_PRIORITY, order)))):
+        return None  # a priority that is no integer (the API takes any) ranks as Python says
     try:
         columns = {name: _int_column(order, name) for name in _KERNEL_FIELDS}
     except OverflowError:  # a field beyond int64
@@ -150,14 +154,16 @@ def _compiled_columns(order: Sequence[Job], config: Any, cores: Sequence[int],
 def _fits_int64(columns: dict[str, np.ndarray], kill: bool) -> bool:
     """True when no tick of the replay can leave int64 (the kernel's arithmetic): every job
     starts by the last submission plus every job's time on the machine (after the last
-    submission a waiting job always finds some job running, or starts), and ends or is
-    expected to end at most a walltime later. Job ids must be >= 0 (they fit int64 already).
-    The sum is taken in Python ints, which cannot wrap."""
+    submission a waiting job always finds some job running, or starts), and its start plus
+    its walltime or its run time (which the kernel adds even when the walltime kills it
+    first) fits. Job ids must be >= 0 (they fit int64 already). The sum is taken in Python
+    ints, which cannot wrap."""
     if not len(columns["id"]):
         return True
     runtime, walltime = columns["runtime"], columns["walltime"]
     busy = sum((np.minimum(runtime, walltime) if kill else runtime).tolist())
-    latest = (int(columns["submit"].max()) + busy + max(int(walltime.max()), 1) + 1)
+    longest = max(int(walltime.max()), int(runtime.max()), 1)
+    latest = int(columns["submit"].max()) + busy + longest + 1
     return latest < 2**63 and bool((columns["id"] >= 0).all())
 
 

@@ -28,36 +28,54 @@ def slot_maker(cls: type, given: Sequence[str], fixed: Mapping[str, Any] | None 
     Every other field takes, in this order: the value of the given field that `same` names
     for it (``{"min_pes": "pes"}``), its value in `fixed`, or its constant default. A field
     with none of these (no default, or a default factory) is a `TypeError` here, as is a name
-    that is not a field of `cls`.
+    that is not a slotted field of `cls` (its own or a base's).
     """
     fixed = dict(fixed or {})
     same = dict(same or {})
     fields = dataclasses.fields(cls)
     names = [f.name for f in fields]
     unknown = (set(given) | set(fixed) | set(same) | set(same.values())) - set(names)
-    if unknown or getattr(cls, "__slots__", None) is None:
-        raise TypeError(f"{cls.__name__}: not slotted fields {sorted(unknown)}" if unknown
-                        else f"{cls.__name__} has no slots")
-    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    lines = [f"def make({', '.join(given)}):", "    obj = _new(_cls)"]
+    if unknown:
+        raise TypeError(f"{cls.__name__}: not slotted fields {sorted(unknown)}")
+    # the generated code's own names start with _slot_: no field may
+    clash = [n for n in names if n.startswith(_OWN)]
+    if clash:
+        raise TypeError(f"{cls.__name__}: field names {clash} start with {_OWN!r}")
+    env: dict[str, Any] = {f"{_OWN}new": object.__new__, f"{_OWN}cls": cls}
+    obj = f"{_OWN}obj"
+    lines = [f"def make({', '.join(given)}):", f"    {obj} = {_OWN}new({_OWN}cls)"]
     for f in fields:
-        env[f"_set_{f.name}"] = cls.__dict__[f.name].__set__  # the slot's own store
+        env[f"{_OWN}set_{f.name}"] = _slot(cls, f.name).__set__  # the slot's own store
         if f.name in given:
             value = f.name
         elif f.name in same:
             value = same[f.name]
         else:
             if f.name in fixed:
-                env[f"_v_{f.name}"] = fixed[f.name]
+                env[f"{_OWN}v_{f.name}"] = fixed[f.name]
             elif f.default is not dataclasses.MISSING:
-                env[f"_v_{f.name}"] = f.default
+                env[f"{_OWN}v_{f.name}"] = f.default
             else:
                 raise TypeError(f"{cls.__name__}.{f.name}: neither given, fixed nor a "
                                 "constant default")
-            value = f"_v_{f.name}"
-        lines.append(f"    _set_{f.name}(obj, {value})")
-    lines.append("    return obj")
+            value = f"{_OWN}v_{f.name}"
+        lines.append(f"    {_OWN}set_{f.name}({obj}, {value})")
+    lines.append(f"    return {obj}")
     exec("\n".join(lines), env)  # (as dataclasses makes __init__)
     make = env["make"]
     make.__qualname__ = f"slot_maker({cls.__name__})"
     return make
+
+
+_OWN = "_slot_"
+
+
+def _slot(cls: type, name: str) -> Any:
+    """The slot descriptor of field `name` in `cls` or a base (TypeError: not a slot)."""
+    for klass in cls.__mro__:
+        found = klass.__dict__.get(name)
+        if found is not None:
+            if type(found).__name__ != "member_descriptor":
+                break
+            return found
+    raise TypeError(f"{cls.__name__}.{name} is not a slot (a slots=True dataclass?)")

@@ -73,6 +73,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Literal
 
@@ -628,6 +629,8 @@ def _bulk_rows(reader: SwfReader
     return [body + 1 + i for i in rows], a.astype(np.float64, copy=False), texts
 
 
+_SUBMIT_ID = attrgetter("submit", "id")  # the jobs' order
+
 #: A rigid trace job from fields checked as `Job` checks them (`_bulk_jobs`)
 _trace_job = slot_maker(Job, ("id", "submit", "hosts", "pes", "walltime", "runtime", "user",
                               "group", "queue", "partition", "swf"),
@@ -642,9 +645,9 @@ def _bulk_jobs(numbers: list[int], a: np.ndarray, texts: dict[int, tuple[str, ..
                ] | None:
     """What `read_swf`'s loop makes of the rows of `_bulk_rows`, column by column: ``(jobs,
     rejected, line of each rejected job, skipped ids, (read, skipped for run time, cancelled,
-    for processors))``, jobs and rejected sorted by ``(submit, id)`` and made by
-    `_trace_job`. None when a row ends past `_LATEST_END`: the loop then reads the rows one
-    by one, for its error or its warnings in line order."""
+    for processors))``, jobs and rejected in line order and made by `_trace_job`. None when
+    a row ends past `_LATEST_END`: the loop then reads the rows one by one, for its error or
+    its warnings in line order."""
     n = len(a)
     run, status = a[:, _RUN], a[:, _STATUS]
     skip = (run < 0) | ((run == 0) & (skip_zero_runtime | (status == 5)))
@@ -677,13 +680,12 @@ def _bulk_jobs(numbers: list[int], a: np.ndarray, texts: dict[int, tuple[str, ..
     if (submit > _LATEST_END - np.maximum(runtime, walltime)).any():
         return None
     pes = procs[keep].astype(np.int64)
-    hosts = -(-pes // cores)
+    hosts = -(-pes // min(cores, 2**62))  # (any count past the PEs gives 1 host)
     ids = k[:, _JOB].astype(np.int64)
-    order = np.lexsort((ids, submit))
     big = np.zeros(len(keep), dtype=bool) if max_hosts is None else hosts > max_hosts
     made = []
     with no_collection():  # acyclic objects only
-        for part in (order[~big[order]], order[big[order]]):
+        for part in (np.flatnonzero(~big), np.flatnonzero(big)):
             made.append(list(map(
                 _trace_job, ids[part].tolist(), submit[part].tolist(), hosts[part].tolist(),
                 pes[part].tolist(), walltime[part].tolist(), runtime[part].tolist(),
@@ -830,9 +832,8 @@ def read_swf(
     if apps:
         jobs = [_with_app(j, apps, reader.path) for j in jobs]
         rejected = [_with_app(j, apps, reader.path) for j in rejected]
-    if taken is None:  # (`_bulk_jobs` makes them in this order)
-        jobs.sort(key=lambda j: (j.submit, j.id))
-        rejected.sort(key=lambda j: (j.submit, j.id))
+    jobs.sort(key=_SUBMIT_ID)
+    rejected.sort(key=_SUBMIT_ID)
     if warn is not None and max_hosts is not None:
         for j in rejected[:_MAX_WARNINGS]:
             warn(f"{reader.path}:{lines[j.id]}: job {j.id} needs {j.hosts} hosts "
