@@ -630,12 +630,7 @@ def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
     OTF2 trace ``trace/`` (when asked for), the run added to ``results.h5`` (`results`,
     default ``out/results.h5``; a new file when `first`, else appended), then
     ``summary.json``, which marks a complete run (``summary=False``: the caller writes it
-    last, once the plots are drawn). ``results.h5`` is written on a thread of its own while
-    the other files are (its compression leaves the interpreter lock: `hdf5`), and is
-    complete when this returns; the first error of either is raised, once both are done.
-    Returns the run's `RunTables`."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    last, once the plots are drawn). Returns the run's `RunTables`."""
     from cosim.output.columns import OutcomeColumns
     from cosim.output.hdf5 import append_run, command_provenance, write_results
     from cosim.output.runfiles import write_jobs_csv, write_summary
@@ -646,35 +641,27 @@ def write_outputs(record: RunRecord, out: Path, *, run_id: str | None = None,
     run_id = run_id or out.name
     # gathered once for every file (or as the simulation made them)
     cols = record.columns or OutcomeColumns.of(record.outcomes)
+    write_jobs_csv(out / "jobs.csv", record.outcomes, cols)
+    write_batsim_jobs(out / "batsim_jobs.csv", record.outcomes,
+                      workload=Path(opt.workload).name.split(".")[0], columns=cols)
+    write_swf(out / "schedule.swf", record.outcomes, header=record.header,
+              cores_per_host=record.host_cores,
+              prefer_fracs=(opt.min_frac, opt.max_frac), columns=cols)
     tables = tables_of(record, run_id, cols)
+    if opt.trace != "none":
+        from cosim.output.trace import write_trace
+
+        t0 = time.perf_counter()
+        counts = write_trace(out / "trace", tables, level=opt.trace)
+        record.summary["trace"] = {"path": str(out / "trace" / "traces.otf2"),
+                                   "level": opt.trace, "events": counts.events,
+                                   "wall_s": time.perf_counter() - t0}
     results = results or out / "results.h5"
     provenance = command_provenance(argv)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        if first:
-            h5 = pool.submit(write_results, results, [tables], provenance=provenance,
-                             chunks=opt.chunks)
-        else:
-            h5 = pool.submit(append_run, results, tables, provenance=provenance,
-                             chunks=opt.chunks)
-        try:
-            write_jobs_csv(out / "jobs.csv", record.outcomes, cols)
-            write_batsim_jobs(out / "batsim_jobs.csv", record.outcomes,
-                              workload=Path(opt.workload).name.split(".")[0], columns=cols)
-            write_swf(out / "schedule.swf", record.outcomes, header=record.header,
-                      cores_per_host=record.host_cores,
-                      prefer_fracs=(opt.min_frac, opt.max_frac), columns=cols)
-            if opt.trace != "none":
-                from cosim.output.trace import write_trace
-
-                t0 = time.perf_counter()
-                counts = write_trace(out / "trace", tables, level=opt.trace)
-                record.summary["trace"] = {"path": str(out / "trace" / "traces.otf2"),
-                                           "level": opt.trace, "events": counts.events,
-                                           "wall_s": time.perf_counter() - t0}
-        finally:
-            failed = h5.exception()  # (waits for it)
-        if failed is not None:
-            raise failed
+    if first:
+        write_results(results, [tables], provenance=provenance, chunks=opt.chunks)
+    else:
+        append_run(results, tables, provenance=provenance, chunks=opt.chunks)
     record.summary["results"] = str(results)
     record.summary["run_id"] = run_id
     record.summary["out"] = str(out)
