@@ -996,16 +996,24 @@ def _unraisable(info: Any) -> None:
     """`sys.unraisablehook`: a Ctrl-C (or SIGTERM) that Python raised inside a callback it
     cannot raise from (a weakref or finalizer run by the garbage collector) would be printed
     as "Exception ignored ... Traceback ... KeyboardInterrupt" and lost; the signal is marked
-    pending again instead (`_thread.interrupt_main`: its handler runs at the main thread's next
-    check, outside this hook — `signal.raise_signal` would run it here, inside the hook, and
-    the interrupt would be lost again), so it takes its usual path. Anything else is printed
-    as Python does."""
+    pending again instead, so it takes its usual path. It is marked from another thread,
+    `_REPEND_S` later (`_thread.interrupt_main`): marked here, its handler would run as soon
+    as the mark returns — in the main thread that is still inside this hook, where the
+    interrupt would be lost again. Anything else is printed as Python does."""
     if info.exc_type is not None and issubclass(info.exc_type, KeyboardInterrupt):
         import _thread
 
-        _thread.interrupt_main(getattr(info.exc_value, "signum", signal.SIGINT))
+        later = threading.Timer(_REPEND_S, _thread.interrupt_main,
+                                (getattr(info.exc_value, "signum", signal.SIGINT),))
+        later.daemon = True
+        later.start()
         return
     sys.__unraisablehook__(info)
+
+
+#: How long after a lost interrupt `_unraisable` marks it pending again (the hook has
+#: returned long before: it does nothing else)
+_REPEND_S = 0.01
 
 
 def _on_termination(handler: Any) -> Any:
