@@ -374,8 +374,8 @@ def _replay_compiled(order: Sequence[Job], config: Any, cores: Sequence[int],
     rank = np.full(n, -1, dtype=np.int64)
     rank[in_order] = np.arange(len(in_order), dtype=np.int64)
     easy = policies.backfill(config.backfill) is policies.backfill("easy")
-    columns = list(fields_of.values())
-    *arrays, counters = _kernel.replay(n, *columns[:4], rank, *columns[4:], n_hosts, easy,
+    args = list(fields_of.values())
+    *arrays, counters = _kernel.replay(n, *args[:4], rank, *args[4:], n_hosts, easy,
                                        config.walltime_kill, progress)
     np_arrays = [np.frombuffer(a, dtype=np.int64) for a in arrays[:10]]
     start, end, status, done, run_at, run_n, run_first, run_count, res_job, res_tick = (

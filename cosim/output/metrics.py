@@ -98,8 +98,7 @@ def _columns(outcomes: Sequence[JobOutcome]) -> tuple[np.ndarray, ...]:
 def _ran_columns(cols: Any, ran_outcomes: Sequence[JobOutcome]) -> tuple[np.ndarray, ...]:
     """`_columns` of the jobs that ran, read from their `OutcomeColumns`; ValueError unless
     they are those jobs in that order (by job id)."""
-    ran = np.fromiter((s in ("completed", "killed") for s in cols.status), dtype=bool,
-                      count=len(cols))
+    ran = cols.ran
     ids = np.fromiter((o.job.id for o in ran_outcomes), dtype=np.int64,
                       count=len(ran_outcomes))
     if not np.array_equal(cols.id[ran], ids):
