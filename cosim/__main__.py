@@ -1,5 +1,5 @@
 """``python -m cosim``: the command-line interface."""
 
-from cosim.cli import main
+from cosim.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

@@ -28,7 +28,7 @@ from typing import Any
 from cosim.bls import policies
 from cosim.bls.tuning import ADAPTIVE_MODES
 from cosim.bls.power import STRATEGIES
-from cosim.core.collect import rare_collection
+from cosim.core.collect import ending_process, rare_collection
 from cosim.core.files import hold_dir
 from cosim.errors import EXIT_INPUT, EXIT_OUTPUT, CosimError, InputError, OutputError
 from cosim.plugins import Choices
@@ -1032,8 +1032,19 @@ def _check_numbers(args: argparse.Namespace) -> None:
                              field=name.replace("_", "-"))
 
 
+def entry() -> int:
+    """The ``cosim`` command (its console script and ``python -m cosim``): `main` on the
+    process's arguments, then the heap frozen for the process's end
+    (`cosim.core.collect.ending_process`); returns the exit status."""
+    try:
+        return main()
+    finally:
+        ending_process()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (2 for bad input)."""
+    """Run the CLI; returns the exit status (2 for bad input). For use in a process that
+    goes on after it (tests, scripts); the command itself is `entry`."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(listing=any(a in ("-h", "--help") for a in argv))
     args = parser.parse_args(argv)

@@ -1,6 +1,7 @@
 """Instances made in bulk (`cosim.core.records.slot_maker`) equal those of the constructor,
 for every class cosim makes that way; and `cosim.core.collect.no_collection` leaves the
-collector as it found it, its objects handed on unwalked."""
+collector as it found it, its objects handed on unwalked; the `cosim` command freezes the
+heap for its exit, `cli.main` does not."""
 
 from __future__ import annotations
 
@@ -142,3 +143,52 @@ def test_no_collection_leaves_objects_frozen_by_the_caller_frozen():
     finally:
         gc.unfreeze()
     del frozen
+
+
+_ENDING = r"""
+import gc, runpy, sys
+from cosim import cli
+workload, out = sys.argv[1:3]
+run = ["run", "--workload", workload, "--no-plots", "-q", "--out"]
+assert cli.main([*run, out + "/a"]) == 0
+print("main", gc.get_freeze_count())  # a library caller's process: nothing frozen
+sys.argv = ["cosim", *run, out + "/b"]
+print("entry", cli.entry(), gc.get_freeze_count())
+gc.unfreeze()
+sys.argv = ["python -m cosim", *run, out + "/c"]
+try:
+    runpy.run_module("cosim", run_name="__main__")
+except SystemExit as exc:
+    print("-m", exc.code, gc.get_freeze_count())
+"""
+
+
+def test_the_command_freezes_the_heap_for_its_exit_and_main_does_not(tmp_path):
+    """`cosim` (console script and ``python -m cosim``) ends by freezing the heap, so the
+    interpreter's exit walks none of it; `cli.main`, which tests and scripts call in a
+    process that goes on, does not. The files are complete either way."""
+    import subprocess
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    swf_text = "".join(f"{i} {10 * i} -1 100 2 -1 -1 2 200 -1 1 1 1 -1 1 -1 -1 -1\n"
+                       for i in range(1, 4))
+    (tmp_path / "w.swf").write_text("; MaxNodes: 4\n" + swf_text)
+    done = subprocess.run([sys.executable, "-c", _ENDING, str(tmp_path / "w.swf"),
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = dict(line.split(" ", 1) for line in done.stdout.splitlines()
+                if line.split(" ", 1)[0] in ("main", "entry", "-m"))
+    assert said["main"] == "0"
+    status, frozen = said["entry"].split()
+    assert status == "0" and int(frozen) > 10_000
+    status, frozen = said["-m"].split()
+    assert status == "0" and int(frozen) > 10_000
+    for run in "abc":
+        assert (tmp_path / run / "summary.json").is_file()
+        assert (tmp_path / run / "jobs.csv").read_text().count("\n") == 4
+    root = Path(__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file():  # (a source checkout)
+        scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+        assert scripts["cosim"] == "cosim.cli:entry"
