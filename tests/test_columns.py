@@ -26,8 +26,12 @@ from cosim.output.tables import _jobs_table
 from cosim.workload.batsim import _batsim_text
 from cosim.workload.jobs import Job, JobOutcome
 from cosim.workload.swf_write import write_swf
+from cosim.workload.value import JobValue, earned
 
 S = 1_000_000_000
+VALUE = JobValue(v=8.0, soft=5 * S, hard=20 * S)
+#: power segments (tick, mW per socket): none, one, two with a fractional second and watt
+POWER = ((), ((0, 115_000),), ((3 * S, 60_500), (7 * S + 1, 115_000)))
 
 
 @st.composite
@@ -39,7 +43,10 @@ def outcomes(draw):
         submit = draw(st.integers(0, 50)) * S
         hosts = draw(st.integers(1, 6))
         job = Job(id=i, submit=submit, hosts=hosts, pes=hosts * draw(st.integers(1, 2)),
-                  walltime=draw(st.integers(0, 40)) * S, runtime=draw(st.integers(0, 40)) * S)
+                  walltime=draw(st.integers(0, 40)) * S, runtime=draw(st.integers(0, 40)) * S,
+                  kind=draw(st.sampled_from(["rigid", "malleable"])),
+                  category=draw(st.sampled_from(["", "A", "Z"])),
+                  value=draw(st.sampled_from([None, None, VALUE])))
         status = draw(st.sampled_from(["completed", "killed", "rejected", "dropped"]))
         if status == "rejected":
             out.append(JobOutcome(job=job, start=None, end=None, hosts=(), status=status))
@@ -58,6 +65,7 @@ def outcomes(draw):
                               shrinks=draw(st.integers(0, 3)), expands=draw(st.integers(0, 3)),
                               pes_start=draw(st.integers(0, 12)),
                               pe_ticks=draw(st.integers(0, 2**70)),
+                              power=draw(st.sampled_from(POWER)),
                               energy_j=draw(st.floats(0, 1e9))))
     return out
 
@@ -105,7 +113,8 @@ def test_the_jobs_table_says_what_each_outcome_says(outs):
     assert t["pes_start"].tolist() == [(o.pes_start or o.job.pes) if r else 0
                                        for o, r in zip(ordered, ran, strict=True)]
     assert t["pe_seconds"].tolist() == [float(o.pe_ticks) / S for o in ordered]
-    assert np.isnan(t["value"]).all()  # no job has a value here
+    assert [None if np.isnan(v) else v for v in t["value"].tolist()] == [
+        None if o.job.value is None else earned(o) for o in ordered]
 
 
 @settings(max_examples=300, deadline=None)
@@ -195,6 +204,17 @@ def test_the_rows_say_what_each_outcome_says(outs):
                            sec(o.end if done else None, "-1"), sec(wait if done else None, "-1"),
                            sec(turn, "-1")]
         assert b[14] == (host_ranges(o.hosts) if done else "")
+        assert b[7] == ({"completed": "COMPLETED_SUCCESSFULLY",
+                         "killed": "COMPLETED_WALLTIME_REACHED"}[o.status] if done else
+                        "REJECTED")
+        assert row[13:16] == [" ".join(f"{h}@{sec(t)}" for h, t in o.yielded),
+                              " ".join(f"{h}@{sec(t)}" for h, t in o.lent),
+                              " ".join(f"{h}@{x}" for h, x in o.borrowed)]
+        assert row[16:20] == [j.kind, str(o.shrinks), str(o.expands), sec(o.pe_ticks)]
+        assert row[20] == ("" if j.value is None else repr(earned(o)))
+        assert row[21:] == ([repr(o.energy_j),
+                             " ".join(f"{mw / 1000:g}@{sec(t)}" for t, mw in o.power)]
+                            if o.power else ["", ""])
 
 
 def test_values_beyond_64_bits_are_named(tmp_path):

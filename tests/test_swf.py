@@ -715,3 +715,22 @@ def test_round_trip_random_marks(tmp_path_factory, jobs):
         jobs, key=lambda j: (j.submit, j.id))
     write_jobs_swf(out, first.jobs, header=first.header)
     assert read_swf(out).jobs == first.jobs
+
+
+def test_only_the_usual_trace_job_goes_without_a_cosimapp_line():
+    """A job differing from the usual trace job in any one field the CosimApp line says
+    gets a line; the usual one keeps its raw executable number, and so do jobs that say the
+    same in other words (a model equal to `IDEAL` but not it, a priority of 0.0)."""
+    from cosim.workload import swf_write
+
+    base = dict(submit=0, hosts=1, pes=2, walltime=10, runtime=5, swf=(7.0,) * 18)
+    plain = Job(id=0, **base)
+    same = [dataclasses.replace(plain, id=1, model=RuntimeModel()),
+            dataclasses.replace(plain, id=2, priority=0.0)]
+    odd = [dataclasses.replace(plain, id=k + 3, **change) for k, change in enumerate([
+        {"app": "mandelbrot"}, {"kind": "malleable"}, {"category": "Z"}, {"priority": 1},
+        {"exclusion_ok": True}, {"app_params": {"size": "64"}},
+        {"model": RuntimeModel(name="amdahl", f=0.1)}])]
+    exes, lines = swf_write._app_table([plain, *same, *odd], None)
+    assert exes[:3] == [None] * 3 and None not in exes[3:]
+    assert len(lines) == len(set(exes[3:]))

@@ -4,6 +4,8 @@ field."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -27,13 +29,24 @@ def tables(draw):
     n = draw(st.integers(0, 12))
     columns, expected = [], []
     for _ in range(draw(st.integers(0, 5))):
-        kind = draw(st.sampled_from(["ticks", "ints", "text", "huge"]))
+        kind = draw(st.sampled_from(["ticks", "ints", "text", "huge", "attr", "sparse"]))
         values = draw(st.lists(st.one_of(VALUES, st.none()), min_size=n, max_size=n))
         blank = draw(st.sampled_from(["", "-1", "é"]))
         if kind == "text":
             texts = draw(st.lists(st.text(max_size=4), min_size=n, max_size=n))
             columns.append(texts)
             expected.append(texts)
+            continue
+        if kind == "sparse":  # the rows of `where` say their number
+            where = sorted(draw(st.sets(st.integers(0, max(n - 1, 0)), max_size=n)))
+            columns.append(textrows.sparse(n, np.array(where, dtype=np.int64), str))
+            expected.append([str(i) if i in where else "" for i in range(n)])
+            continue
+        if kind == "attr":  # ticks of objects: any int, huge, or None (an empty field)
+            if draw(st.booleans()):
+                values = [None if v is None else v * 2**64 for v in values]
+            columns.append(textrows.tick_attr([SimpleNamespace(x=v) for v in values], "x"))
+            expected.append(["" if v is None else format_ticks(v) for v in values])
             continue
         if kind == "huge":  # past int64: the column falls back to texts
             values = [None if v is None else v * 2**64 + 1 for v in values]

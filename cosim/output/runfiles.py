@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
+from itertools import repeat
+from operator import attrgetter, is_not
 from typing import Any
 
 import numpy as np
@@ -74,7 +76,14 @@ def _rows(cols: OutcomeColumns) -> Iterable[str]:
     """The file's text: its header, then a row per job in id order, a column at a time
     (`cosim.output.textrows`, from the run's `OutcomeColumns`)."""
     ordered, jobs = cols.outcomes, cols.jobs
+    n = len(cols)
     no_start = ~cols.has_start
+    # the RCA, value and power columns are empty for most jobs: formatted where they are not
+    values = list(map(attrgetter("value"), jobs))
+    valued = np.flatnonzero(np.fromiter(map(is_not, values, repeat(None)), dtype=bool,
+                                        count=n))
+    powered = np.flatnonzero(np.fromiter(map(bool, map(attrgetter("power"), ordered)),
+                                         dtype=bool, count=n))
     columns = [
         textrows.int_array(cols.id), textrows.tick_array(cols.submit),
         textrows.tick_array(cols.start, no_start), textrows.tick_array(cols.end, ~cols.has_end),
@@ -82,17 +91,17 @@ def _rows(cols: OutcomeColumns) -> Iterable[str]:
         textrows.int_array(cols.pes), list(cols.status),
         textrows.tick_array(cols.start - cols.submit, no_start),
         textrows.tick_array(cols.walltime), textrows.tick_array(cols.runtime),
-        textrows.distinct([j.category for j in jobs], csv_field),
-        textrows.distinct([j.app for j in jobs], csv_field), cols.host_text,
-        # the RCA columns are empty for most jobs: no formatting then
-        [_at(o.yielded, True) if o.yielded else "" for o in ordered],
-        [_at(o.lent, True) if o.lent else "" for o in ordered],
-        [_at(o.borrowed, False) if o.borrowed else "" for o in ordered],
-        [j.kind for j in jobs], textrows.ints(o.shrinks for o in ordered),
-        textrows.ints(o.expands for o in ordered), textrows.ticks(o.pe_ticks for o in ordered),
-        ["" if o.job.value is None else repr(earned(o)) for o in ordered],
-        [repr(o.energy_j) if o.power else "" for o in ordered],
-        [_power(o.power) if o.power else "" for o in ordered],
+        textrows.distinct(list(map(attrgetter("category"), jobs)), csv_field),
+        textrows.distinct(list(map(attrgetter("app"), jobs)), csv_field), cols.host_text,
+        textrows.sparse(n, np.flatnonzero(cols.yields), lambda i: _at(ordered[i].yielded, True)),
+        textrows.sparse(n, np.flatnonzero(cols.lends), lambda i: _at(ordered[i].lent, True)),
+        textrows.sparse(n, np.flatnonzero(cols.borrows),
+                        lambda i: _at(ordered[i].borrowed, False)),
+        list(map(attrgetter("kind"), jobs)), textrows.int_array(cols.shrinks),
+        textrows.int_array(cols.expands), textrows.tick_attr(ordered, "pe_ticks"),
+        textrows.sparse(n, valued, lambda i: repr(earned(ordered[i]))),
+        textrows.sparse(n, powered, lambda i: repr(ordered[i].energy_j)),
+        textrows.sparse(n, powered, lambda i: _power(ordered[i].power)),
     ]
     return (JOBS_HEADER + "\n", textrows.rows(columns, ","))
 

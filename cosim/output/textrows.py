@@ -13,7 +13,8 @@ gives the same text (tests/test_textrows.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,8 @@ try:  # the compiled formatter (setup.py builds it where a C compiler is)
 except ImportError:  # pragma: no cover - exercised where the module was not built
     _text = None
 
-__all__ = ["Column", "ticks", "ints", "tick_array", "int_array", "distinct", "rows",
-           "TEXT_KERNEL"]
+__all__ = ["Column", "ticks", "ints", "tick_array", "int_array", "tick_attr",
+           "distinct", "sparse", "rows", "TEXT_KERNEL"]
 
 #: what formats the rows: "compiled" (cosim/output/_text.c) or "python"
 TEXT_KERNEL = "compiled" if _text is not None else "python"
@@ -64,6 +65,17 @@ def ints(values: Iterable[int | None], blank_text: str = "") -> Column:
     return _numbers(_INTS, values, blank_text)
 
 
+def tick_attr(items: Sequence[Any], name: str) -> Column:
+    """`ticks` of attribute `name` of each of `items` (None writes an empty field), read in
+    one pass in C where every value is an int that fits int64."""
+    get = attrgetter(name)
+    try:
+        return _array(_TICKS, np.fromiter(map(get, items), dtype=np.int64, count=len(items)),
+                      None, "")
+    except (OverflowError, TypeError, ValueError):  # None, huge or not an int: one by one
+        return _numbers(_TICKS, map(get, items), "")
+
+
 def _array(kind: int, values: np.ndarray, blank: np.ndarray | None, blank_text: str) -> Column:
     blank = None if blank is None or not blank.any() else np.ascontiguousarray(blank, bool)
     return (kind, np.ascontiguousarray(values, dtype=np.int64), blank, blank_text)
@@ -88,6 +100,16 @@ def distinct(values: Sequence[Any], text: Any) -> list[Any]:
     each NaN object made once)."""
     made = {v: text(v) for v in set(values)}
     return list(map(made.__getitem__, values))
+
+
+def sparse(n: int, where: np.ndarray, text: Callable[[int], str]) -> list[str]:
+    """A text column of `n` rows, empty but at the indices `where` (ascending), row i there
+    ``text(i)``: a column most rows leave empty (RCA events, values, power) costs a pass over
+    the rows that have one."""
+    out = [""] * n
+    for i in where.tolist():
+        out[i] = text(i)
+    return out
 
 
 def rows(columns: Sequence[Column], sep: str) -> str:

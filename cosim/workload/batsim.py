@@ -178,26 +178,31 @@ def _batsim_text(cols: OutcomeColumns, workload: str) -> str:
 
     # a rejected or dropped job never ran: its times are -1, it holds no resource
     n = len(cols)
-    rejected = np.fromiter((s == "rejected" for s in cols.status), dtype=bool, count=n)
+    rejected = np.fromiter(map("rejected".__eq__, cols.status), dtype=bool, count=n)
     done = cols.has_start & cols.has_end & ~rejected
     never = ~done
     run, turn = cols.end - cols.start, cols.end - cols.submit
     ok = done.tolist()
+    # (the state of a job that never ran is rejected's, whatever its status)
+    success = textrows.distinct(cols.status, lambda s: "1" if s == "completed" else "0")
+    final = textrows.distinct(cols.status, lambda s: _FINAL.get(s, "COMPLETED_FAILED"))
+    hosts = cols.host_text
+    if not done.all():
+        hosts = list(hosts)
+        for i in np.flatnonzero(never).tolist():
+            success[i], final[i], hosts[i] = "0", _FINAL["rejected"], ""
     columns = [
         textrows.int_array(cols.id), [field(workload)] * n,
         textrows.distinct([j.category or j.app for j in cols.jobs], field),
         textrows.tick_array(cols.submit), textrows.int_array(cols.job_hosts),
-        textrows.tick_array(cols.walltime),
-        ["1" if d and s == "completed" else "0" for s, d in zip(cols.status, ok, strict=True)],
-        [_FINAL.get(s, "COMPLETED_FAILED") if d else _FINAL["rejected"]
-         for s, d in zip(cols.status, ok, strict=True)],
+        textrows.tick_array(cols.walltime), success, final,
         textrows.tick_array(cols.start, never, "-1"), textrows.tick_array(run, never, "-1"),
         textrows.tick_array(cols.end, never, "-1"),
         textrows.tick_array(cols.start - cols.submit, never, "-1"),
         textrows.tick_array(turn, never, "-1"),
         ["-1" if not d else repr(t / r) if r else ("inf" if t else "1")  # stretch
          for d, t, r in zip(ok, turn.tolist(), run.tolist(), strict=True)],
-        [h if d else "" for h, d in zip(cols.host_text, ok, strict=True)],
+        hosts,
         ["-1"] * n, [""] * n,
     ]
     return textrows.rows(columns, ",")
