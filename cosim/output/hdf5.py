@@ -10,8 +10,8 @@ writes of the same runs give the same bytes. The file is built in memory (HDF5 c
 and written with `atomic_open`, so it appears complete or not at all; `append_run` adds one
 run the same way, from an in-memory copy of the existing file. The tables' chunks are
 compressed here, a thread per usable processor, into what HDF5's shuffle and deflate filters
-store (`_compressed_chunks`: the same bytes where Python's zlib is the one HDF5 uses, and
-read back the same by any HDF5 anyway), and written as they are. `read_results` and
+store and read (`_compressed_chunks`: zlib streams, made with zlib's run-length strategy,
+which any inflater reads), and written as they are. `read_results` and
 `read_provenance` give it back exactly — schema versions 1 to 4 too, converted to today's
 tables, their stats as written (`docs/results.md`) — and turn every problem of a file
 (missing, not HDF5, a newer schema version, a missing dataset) into an `InputError` naming
@@ -73,7 +73,9 @@ CHUNK_ROWS = 16_384
 3.7 MB of job rows)."""
 
 GZIP_LEVEL = 1
-"""The deflate level of the compressed tables (behind HDF5's shuffle filter)."""
+"""The deflate level of the compressed tables (behind HDF5's shuffle filter), with zlib's
+run-length strategy (``Z_RLE``): on a KTH-SP2 run's tables, shuffled, it makes the chunks
+1.3-1.5x faster than the default strategy at this level, 1 % larger."""
 
 # The HDF5 1.8 file format: readable by every HDF5 since 2008, holds attributes over 64 kB
 # (dense storage) and creation order; pinning both bounds keeps the bytes independent of the
@@ -275,10 +277,10 @@ def command_provenance(argv: Sequence[str] | None = None) -> dict[str, str]:
 
 def _compressed_chunks(data: np.ndarray, rows: int) -> list[bytes]:
     """The chunks of `data` (`rows` rows each, the last padded with zeros, as HDF5 stores an
-    edge chunk) as HDF5's shuffle then deflate filters (level `GZIP_LEVEL`) make them:
-    each chunk's bytes regrouped by their place in a row, then one zlib stream. zlib leaves
-    the interpreter lock while it compresses, so the chunks are made by a thread per
-    processor this process may use."""
+    edge chunk) as HDF5's shuffle then deflate filters read them: each chunk's bytes
+    regrouped by their place in a row, then one zlib stream (level `GZIP_LEVEL`, run-length
+    strategy). zlib leaves the interpreter lock while it compresses, so the chunks are made
+    by a thread per processor this process may use."""
     size = data.dtype.itemsize
     raw = np.ascontiguousarray(data).view(np.uint8).reshape(len(data), size)
 
@@ -286,7 +288,8 @@ def _compressed_chunks(data: np.ndarray, rows: int) -> list[bytes]:
         part = raw[first:first + rows]
         if len(part) < rows:
             part = np.concatenate((part, np.zeros((rows - len(part), size), dtype=np.uint8)))
-        return zlib.compress(np.ascontiguousarray(part.T), GZIP_LEVEL)
+        z = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 15, 8, zlib.Z_RLE)
+        return z.compress(np.ascontiguousarray(part.T)) + z.flush()
 
     firsts = range(0, len(data), rows)
     workers = min(len(firsts), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
