@@ -424,10 +424,11 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
 
     p = run if isinstance(run, Prepared) else prepare(run, warn)
     opt = p.opt
+    coupled = p.coupled  # (a pass over the jobs)
     t0 = time.perf_counter()
     result = simulate(p.workload.jobs, n_hosts=p.n_hosts, platform=p.platform, batch=p.batch,
-                      als=p.als if p.coupled else None, quantum=to_ticks(opt.quantum_s),
-                      comm=comm if p.coupled else None, rank0_apps=rank0_apps,
+                      als=p.als if coupled else None, quantum=to_ticks(opt.quantum_s),
+                      comm=comm if coupled else None, rank0_apps=rank0_apps,
                       progress=progress)
     wall = time.perf_counter() - t0
     rejected = _rejected(p.workload)
@@ -463,7 +464,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
         "adaptive": p.batch.adaptive,
         "selection": opt.selection,
         "walltime_kill": opt.walltime_kill,
-        "technique": p.als.technique.name if p.coupled else None,
+        "technique": p.als.technique.name if coupled else None,
         "rca": opt.rca,
         "malleable": p.batch.malleable,
         "quantum_s": opt.quantum_s,
