@@ -150,7 +150,7 @@ def prepare(opt: RunOptions, warn: Callable[[str], None] | None = None) -> Prepa
     """Validate `opt` and read its inputs; every bad input raises `InputError` here, before
     any simulation (and, under MPI, on every rank before MPI is used)."""
     from cosim.bls import BatchConfig, policies
-    from cosim.bls.scheduler import check_machine
+    from cosim.bls.config import check_machine
     from cosim.platform import load_platform
     from cosim.workload.batsim import is_batsim, read_batsim
     from cosim.workload.reads import WORKLOADS
@@ -320,7 +320,7 @@ _TUNER_KEYS = {"bf": {"bf_levels", "q_threshold_min", "q_window_s"},
 def _unused_tuning(batch: Any, warn: Callable[[str], None]) -> None:
     """Warn about metric-aware options that would change nothing."""
     from cosim.bls import policies
-    from cosim.bls.scheduler import initial_tunables
+    from cosim.bls.config import initial_tunables
 
     tunes = {"bf", "w"} if batch.adaptive == "2d" else {batch.adaptive} - {"off"}
     window = initial_tunables(batch).window > 1 or "w" in tunes
@@ -418,7 +418,7 @@ def execute(run: Prepared | RunOptions, warn: Callable[[str], None] | None = Non
     simulated on ranks 1..K-1, which must be running `serve_als` on the same run;
     `progress`: see `cosim.runner.simulate`."""
     from cosim.bls import policies
-    from cosim.bls.scheduler import initial_tunables
+    from cosim.bls.config import initial_tunables
     from cosim.output.metrics import summary as metrics_summary
     from cosim.runner import simulate
 

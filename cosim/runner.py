@@ -34,16 +34,16 @@ import numpy as np
 from cosim.bls.power import totals as power_totals
 from cosim.bls.replay import replay as replay_trace
 from cosim.bls.replay import replayable
-from cosim.bls.scheduler import BatchConfig, BatchScheduler
+from cosim.bls.config import BatchConfig
 from cosim.errors import InputError, ProtocolError
-from cosim.placement import TRACE, LeastWork, ahead_plan, app_ranks
-from cosim.protocol.messages import Command
-from cosim.transport.base import AlsGroup, AlsTotals
-from cosim.transport.loopback import LocalAls
 from cosim.workload.jobs import Job, JobOutcome
 
-if TYPE_CHECKING:  # the application level loads only when a job runs an app
+if TYPE_CHECKING:  # the application level loads only when a job runs an app; the scheduler,
+    # the protocol and the transports only when rounds run (not for a replayed trace)
     from cosim.als.manager import AheadJob
+    from cosim.bls.scheduler import BatchScheduler
+    from cosim.protocol.messages import Command
+    from cosim.transport.base import AlsGroup, AlsTotals
 
 __all__ = ["EXECUTION_STATS", "RunStats", "SimResult", "simulate", "simulate_batch",
            "cosimulate", "run_rounds"]
@@ -222,8 +222,12 @@ def simulate(
                          "power (jobs with an app model are not re-timed)", field="power-cap")
     if replay and not coupled and replayable(batch, host_cores, order):
         return _replayed(order, batch, host_cores, quantum, progress, wall0)
-    sched = BatchScheduler(cores=host_cores, config=batch, power=power)
     from cosim.als.trace_apps import TraceApps
+    from cosim.bls.scheduler import BatchScheduler
+    from cosim.placement import TRACE, LeastWork, ahead_plan, app_ranks
+    from cosim.transport.loopback import LocalAls
+
+    sched = BatchScheduler(cores=host_cores, config=batch, power=power)
 
     pe_hosts = np.repeat(np.arange(n_hosts, dtype=np.int64), host_cores)  # host-major
     trace = TraceApps({j.id: j for j in order if j.app == "rigid"}, pe_hosts)
@@ -305,6 +309,9 @@ def replayed_fair_starts(jobs: Sequence[Job], *, n_hosts: int, cores_per_host: i
     Trace jobs only (no app models). A job the replay drops (value orders) has no fair start:
     None."""
     from cosim.als.trace_apps import TraceApps
+    from cosim.bls.scheduler import BatchScheduler
+    from cosim.placement import TRACE, LeastWork
+    from cosim.transport.loopback import LocalAls
 
     batch = BatchConfig() if config is None else config
     order = sorted(jobs, key=lambda j: (j.submit, j.id))
@@ -373,6 +380,8 @@ def run_rounds(order: Sequence[Job], sched: BatchScheduler, group: AlsGroup,
     the facts handled, the batch level's wall time and the group's totals; `group` is
     closed in every case.
     """
+    from cosim.transport.base import AlsTotals
+
     n, i, rounds, facts_seen = len(order), 0, 0, 0
     commands: list[Command] = []
     decided = 0

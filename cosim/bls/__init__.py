@@ -7,12 +7,18 @@ point of a simulation). `simulate_batch` (trace workloads on a plain machine), `
 and `BatchStats` are that entry point's names for batch-only use, kept here for convenience.
 """
 
-from cosim.bls.scheduler import BatchConfig, BatchScheduler
-
 __all__ = ["simulate_batch", "BatchConfig", "BatchResult", "BatchStats", "BatchScheduler"]
 
 
-def __getattr__(name: str):  # late: cosim.runner imports this package's scheduler
+def __getattr__(name: str):  # late: a replayed trace never loads the scheduler
+    if name == "BatchConfig":
+        from cosim.bls.config import BatchConfig
+
+        return BatchConfig
+    if name == "BatchScheduler":
+        from cosim.bls.scheduler import BatchScheduler
+
+        return BatchScheduler
     if name in ("simulate_batch", "BatchResult", "BatchStats"):
         from cosim import runner
 

@@ -44,7 +44,7 @@ from cosim.bls import policies
 from cosim.bls.alloclog import ALLOC_DTYPE, OWN, AllocLog
 from cosim.bls.policies.base import PassView, QueueView
 from cosim.bls.policies.window import plan as window_plan
-from cosim.bls.scheduler import drops_hopeless, initial_tunables
+from cosim.bls.config import drops_hopeless, initial_tunables
 from cosim.core.collect import no_collection
 from cosim.core.indexset import IndexSet
 from cosim.core.records import slot_maker
