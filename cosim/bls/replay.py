@@ -424,8 +424,11 @@ _outcome = slot_maker(JobOutcome, ("job", "start", "end", "hosts", "status", "pe
 def _fill(outcomes: dict[int, JobOutcome], order: Sequence[Job], done: list[int],
           start: list[int], end: list[int], status: list[int], run_at: list[int],
           run_n: list[int], run_first: list[int], run_count: list[int]) -> None:
-    """The outcomes of the compiled replay, in the order it made them (`done`)."""
+    """The outcomes of the compiled replay, in the order it made them (`done`). The hosts
+    of a job held as one run are one `IndexSet` per distinct run, shared (an `IndexSet` is
+    immutable: KTH-SP2's 18,546 such jobs hold 1,346 distinct runs)."""
     make = _outcome
+    single: dict[tuple[int, int], IndexSet] = {}
     for k in done:
         job = order[k]
         st = status[k]
@@ -433,9 +436,15 @@ def _fill(outcomes: dict[int, JobOutcome], order: Sequence[Job], done: list[int]
             outcomes[job.id] = make(job, None, None, (), "rejected", 0, 0)
             continue
         a, m, s, e = run_at[k], run_n[k], start[k], end[k]
-        outcomes[job.id] = make(job, s, e, IndexSet(tuple(run_first[a:a + m]),
-                                                    tuple(run_count[a:a + m])),
-                                "killed" if st else "completed", job.pes * (e - s), job.pes)
+        if m == 1:
+            run = (run_first[a], run_count[a])
+            hosts = single.get(run)
+            if hosts is None:
+                hosts = single[run] = IndexSet((run[0],), (run[1],))
+        else:
+            hosts = IndexSet(tuple(run_first[a:a + m]), tuple(run_count[a:a + m]))
+        outcomes[job.id] = make(job, s, e, hosts, "killed" if st else "completed",
+                                job.pes * (e - s), job.pes)
 
 
 def _first_fit(free: bytearray, count: int) -> tuple[IndexSet, list[tuple[int, int]]]:
