@@ -257,6 +257,13 @@ def _kth(repeat):
                      whole, "s", AtMost(0.8)))
         rows.append(("`cosim run`: the simulation in it (summary execution.wall_s)",
                      all_stats(summary)["wall_s"], "s", None))
+        swf = TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz"
+        ends = {frozen: min(exit_cost(swf, frozen) for _ in range(repeat))
+                for frozen in (False, True)}
+        rows.append(("`cosim run`: its process's exit, the heap frozen (ending_process)",
+                     ends[True], "s", None))
+        rows.append(("`cosim run`: its exit walking the heap / frozen", ends[False] / ends[True],
+                     "x", None))
     return rows
 
 
@@ -530,6 +537,28 @@ def cli_run(swf: Path, *extra: str, platform: str | None = "curie5040"):
             return 0.0, proc.stderr.strip()[:60], None
         summary = json.loads((Path(tmp) / "out" / "summary.json").read_text())
     return int(maxrss_kb) / 1024, wall, summary
+
+
+def exit_cost(swf: Path, frozen: bool) -> float:
+    """Seconds from the end of `cosim run` on `swf` (default outputs, in a child process) to
+    the end of that process: its interpreter's exit, with the heap frozen as the `cosim`
+    command leaves it (`cosim.core.collect.ending_process`), or not."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, time; from cosim.cli import main; from cosim.core import collect; "
+             "code = main(sys.argv[1:]); frozen = " + repr(frozen) + "\n"
+             "if frozen: collect.ending_process()\n"
+             "sys.stdout.flush(); print(time.time(), file=sys.stderr, flush=True); "
+             "sys.exit(code)")
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([sys.executable, "-c", probe, "run", "--workload", str(swf),
+                               "--out", str(Path(tmp) / "out"), "-q"],
+                              capture_output=True, text=True)
+        end = time.time()
+    if proc.returncode:
+        raise RuntimeError(proc.stderr.strip()[-200:])
+    return end - float(proc.stderr.strip().splitlines()[-1])
 
 
 def malleable_curie_jobs(env: str, default: int):
