@@ -57,7 +57,8 @@ def test_the_pass_schedule_fcfs_at_every_event_backfill_on_multiples(monkeypatch
             self._plan = lambda v: (log.append(("backfill", v.now / S)), full(v))[1]
             self._fcfs_plan = lambda v: (log.append(("fcfs", v.now / S)), fcfs(v))[1]
 
-    monkeypatch.setattr(runner, "BatchScheduler", Recording)
+    # (where `simulate` imports it from when rounds run)
+    monkeypatch.setattr("cosim.bls.scheduler.BatchScheduler", Recording)
     # the round loop's scheduler (the trace replay makes the same passes: tests/test_replay.py)
     runner.simulate(JOBS, n_hosts=4, batch=BatchConfig(backfill="easy", bf_interval=30 * S),
                     replay=False)
@@ -80,7 +81,8 @@ def test_without_an_interval_every_pass_is_a_backfill_pass(monkeypatch):
             self._plan = lambda v: (log.append("backfill"), full(v))[1]
             self._fcfs_plan = lambda v: (log.append("fcfs"), fcfs(v))[1]
 
-    monkeypatch.setattr(runner, "BatchScheduler", Recording)
+    # (where `simulate` imports it from when rounds run)
+    monkeypatch.setattr("cosim.bls.scheduler.BatchScheduler", Recording)
     # the round loop's scheduler (the trace replay has no FCFS part: it takes no interval)
     runner.simulate(JOBS, n_hosts=4, batch=BatchConfig(backfill="easy"), replay=False)
     assert log and set(log) == {"backfill"}

@@ -25,3 +25,7 @@ def __getattr__(name: str):  # late: a replayed trace never loads the scheduler
         return {"simulate_batch": runner.simulate_batch, "BatchResult": runner.SimResult,
                 "BatchStats": runner.RunStats}[name]
     raise AttributeError(f"module 'cosim.bls' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -44,10 +44,10 @@ class BatchConfig:
         and before the job id; when given it replaces `priority` (which then only names it).
     rca:
         Lend yielded hosts to queued jobs (RCA yield; default False: yields are only
-        recorded). See the module docstring.
+        recorded). See `cosim.bls.scheduler`'s module docstring.
     exclusion:
         RCA full: also ask running apps to exclude hosts for the head of the queue (needs
-        `rca`; module docstring).
+        `rca`; `cosim.bls.scheduler`'s module docstring).
     exclusion_max_short:
         Ask only when the head job is short of at most this fraction of its hosts (at least
         one host).
