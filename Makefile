@@ -30,8 +30,10 @@ showcase: bytecode
 	$(BIN)/cosim app --app mandelbrot --hosts 64 --technique all
 	$(BIN)/cosim app --app psia --hosts 64 --technique all
 
+# the suite over up to 4 processes, then the tests that time signals and process ends alone
 test: bytecode
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 -m "not serial"
+	$(BIN)/python -m pytest -m serial
 
 bench: bytecode
 	$(BIN)/python scripts/bench.py

@@ -139,6 +139,7 @@ def test_a_bad_output_directory_fails_before_simulating(capsys, tmp_path):
     assert not (tmp_path / " spaced ").exists()
 
 
+@pytest.mark.serial  # (times signals and process ends: alone, `make test`)
 def test_sigterm_takes_the_interrupt_path_and_leaves_no_completion_marker(tmp_path):
     """SIGTERM (timeout, scancel) mid-run: 'cosim: interrupted' once, exit 143, no temporary
     files, and the earlier run's summary.json of a re-used directory gone, not left next to
@@ -461,6 +462,7 @@ except KeyboardInterrupt:
 """
 
 
+@pytest.mark.serial  # (times signals and process ends: alone, `make test`)
 def test_an_interrupt_lost_in_a_gc_callback_is_raised_again():
     """Python cannot raise a Ctrl-C that lands inside a finalizer or weakref callback and
     would print "Exception ignored ... KeyboardInterrupt" and go on; cosim's hook marks the

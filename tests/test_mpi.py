@@ -210,6 +210,7 @@ def _rank_pids(cache: Path) -> dict[int, int]:
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigint-rank0", "sigterm-all", "sigint-rank0-main"])
+@pytest.mark.serial  # (times signals and process ends: alone, `make test`)
 def test_an_interrupted_mpi_run_ends_every_process_at_once(tmp_path, how):
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it), SIGINT to rank 0
     alone, or SIGTERM to every rank (scancel): every process is gone within the shutdown

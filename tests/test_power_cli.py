@@ -204,6 +204,7 @@ def test_the_study_script_on_a_small_trace(tmp_path, capsys):
     assert (out / "table.csv").exists() and (out / "value_power.png").stat().st_size > 0
 
 
+@pytest.mark.serial  # (times signals and process ends: alone, `make test`)
 def test_sigterm_takes_the_study_scripts_interrupt_path():
     """`cosim.testing.study.sigterm_as_interrupt`: inside the block SIGTERM raises
     KeyboardInterrupt (the scripts' Ctrl-C path: the sweep stops its workers, exit 130);

@@ -124,6 +124,7 @@ def _signal_after_a_run(proc, out, sig):
     proc.send_signal(sig)
 
 
+@pytest.mark.serial  # (times signals and process ends: alone, `make test`)
 def test_a_sweep_killed_at_any_moment_loses_no_finished_run(tmp_path):
     """SIGKILL while the sweep runs (after a first run finished): the finished runs stay, the
     table lists them, and the same command finishes the rest without repeating them."""
@@ -393,6 +394,7 @@ def test_the_layout_of_ranks_per_run_is_checked(capsys, tmp_path, spec):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.serial  # (times signals and process ends: alone, `make test`)
 def test_ctrl_c_stops_a_sweep_under_mpiexec_and_the_same_command_finishes_it(tmp_path,
                                                                             coupled_spec):
     """Ctrl-C to ``mpiexec -n 3 cosim sweep --ranks-per-run 2`` (mpiexec passes SIGINT to

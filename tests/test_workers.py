@@ -69,6 +69,7 @@ def _start(script: str, tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
 
 
 @pytest.mark.parametrize("context", ["spawn", "fork", "forkserver"])
+@pytest.mark.serial  # (times signals and process ends: alone, `make test`)
 def test_workers_end_when_their_parent_is_killed(tmp_path, context):
     """Whatever the start method (a forkserver worker's parent is the fork server, which
     ends with the pool's process)."""
@@ -89,6 +90,7 @@ def test_workers_end_when_their_parent_is_killed(tmp_path, context):
         "a worker outlived its killed parent"
 
 
+@pytest.mark.serial  # (times signals and process ends: alone, `make test`)
 def test_an_interrupted_sweep_stops_its_workers_at_once(tmp_path):
     """SIGTERM to the parent only (``kill PID``, ``timeout``): the sweep's Ctrl-C path ends
     both runs in progress without waiting for them and leaves them unfinished (config.json,
@@ -120,6 +122,7 @@ def test_an_interrupted_sweep_stops_its_workers_at_once(tmp_path):
         assert (run_dir / "config.json").exists() and not (run_dir / "summary.json").exists()
 
 
+@pytest.mark.serial  # (times signals and process ends: alone, `make test`)
 def test_an_interrupted_study_stops_its_workers_at_once(tmp_path):
     """`run_all` (the study scripts' pool: the platform's start method, fork here), SIGTERM
     to the parent while both workers are busy: it ends at once and no queued task starts
