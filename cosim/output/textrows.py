@@ -3,7 +3,9 @@
 
 A writer gathers each field of its rows as a column — `ticks` (exact decimal seconds,
 `cosim.core.clock.format_ticks`), `ints` (or `tick_array` and `int_array` of columns it has
-as int64 arrays, `cosim.output.columns`), or a list of texts it made itself — and `rows`
+as int64 arrays, `cosim.output.columns`; `tick_attr` of an attribute of objects), or a list
+of texts it made itself (`distinct` formats each distinct value once, `sparse` only the rows
+that have one) — and `rows`
 joins them: row i is every column's i-th text joined by the separator, then a newline. A
 tick or integer column may mark rows whose field is a fixed text instead (``""`` for a job
 that never started, ``-1`` for SWF's unknown). The rows are made by the compiled formatter
