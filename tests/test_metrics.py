@@ -350,3 +350,22 @@ def test_what_the_compiled_fair_starts_leaves_to_the_python_loop():
     with pytest.raises(ValueError):
         metrics._kernel.fcfs_starts(-1, np.zeros(0, dtype=np.int64),
                                     np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 4)
+
+
+def test_the_value_keys_appear_only_when_a_job_has_a_value():
+    """`summary` adds productivity, normalized productivity and completion rate when some
+    job carries a value (`cosim.workload.value`), and only then; from the outcomes or the
+    columns alike."""
+    from cosim.output.columns import OutcomeColumns
+    from cosim.workload.value import JobValue
+
+    keys = {"productivity", "normalized_productivity", "completion_rate"}
+    ran = SCHEDULE[:4]
+    for outs in (ran, [replace(ran[0], job=replace(ran[0].job, value=JobValue(
+            v=4.0, soft=20 * S, hard=40 * S))), *ran[1:]]):
+        valued = any(o.job.value is not None for o in outs)
+        for columns in (None, OutcomeColumns.of(outs)):
+            got = metrics.summary(outs, 4, columns=columns)
+            assert keys <= set(got) if valued else not keys & set(got)
+            if valued:
+                assert got["productivity"] == pytest.approx(4.0)

@@ -22,6 +22,7 @@ counts PE-time (`JobOutcome.pe_ticks`, exact with or without resizes) over C N P
 from __future__ import annotations
 
 import heapq
+import itertools
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -44,6 +45,8 @@ __all__ = ["power_metrics", "makespan", "utilization", "occupancy", "esp_efficie
            "mean_bounded_slowdown", "loss_of_capacity", "queue_depth", "fair_starts",
            "unfair_jobs", "unfair_jobs_replayed", "summary", "BSLD_THRESHOLD_S"]
 
+_JOB_ID, _JOB_VALUE = operator.attrgetter("job.id"), operator.attrgetter("job.value")
+
 BSLD_THRESHOLD_S = 10.0
 """The bounded-slowdown threshold tau, in seconds (Feitelson et al. 1997)."""
 
@@ -52,11 +55,16 @@ class _Ran(list):
     """The jobs that ran, with their columns (`_columns`) computed once, and the dropped
     ones (they waited, then left the queue): `summary` hands it to every metric. `series`
     keeps the occupied hosts over time of one allocation log (`_occupied_series`), which
-    three of the metrics read."""
+    three of the metrics read. `ids`, `asked` and `stated`: their job ids, the hosts they
+    asked for and their stated run times, when read from the run's columns (else None: the
+    metrics read the outcomes)."""
 
     cols: tuple[np.ndarray, ...]
     dropped: tuple[JobOutcome, ...] = ()
     series: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
+    ids: np.ndarray | None = None
+    asked: np.ndarray | None = None
+    stated: np.ndarray | None = None
 
 
 def _dropped(outcomes: Sequence[JobOutcome]) -> tuple[JobOutcome, ...]:
@@ -99,8 +107,7 @@ def _ran_columns(cols: Any, ran_outcomes: Sequence[JobOutcome]) -> tuple[np.ndar
     """`_columns` of the jobs that ran, read from their `OutcomeColumns`; ValueError unless
     they are those jobs in that order (by job id)."""
     ran = cols.ran
-    ids = np.fromiter((o.job.id for o in ran_outcomes), dtype=np.int64,
-                      count=len(ran_outcomes))
+    ids = np.fromiter(map(_JOB_ID, ran_outcomes), dtype=np.int64, count=len(ran_outcomes))
     if not np.array_equal(cols.id[ran], ids):
         raise ValueError("the columns are not those of the outcomes that ran, in job id order")
     return cols.submit[ran], cols.start[ran], cols.end[ran], cols.hosts[ran]
@@ -228,7 +235,10 @@ def esp_efficiency(outcomes: Sequence[JobOutcome], n_hosts: int) -> float:
     elapsed = makespan(ran)
     if not elapsed:
         return 0.0
-    host_s = sum(o.job.hosts * o.job.runtime for o in ran) / TICKS_PER_SECOND
+    if isinstance(ran, _Ran) and ran.asked is not None:  # (the same exact integer)
+        host_s = _dot(ran.asked, ran.stated) / TICKS_PER_SECOND
+    else:
+        host_s = sum(o.job.hosts * o.job.runtime for o in ran) / TICKS_PER_SECOND
     return host_s / n_hosts / elapsed
 
 
@@ -525,7 +535,8 @@ def _fair_starts_arrays(outcomes: Sequence[JobOutcome], n_hosts: int
         return None
     try:
         submit, start, end, hosts = _columns(outcomes)
-        ids = np.fromiter((o.job.id for o in ran), dtype=np.int64, count=len(ran))
+        ids = ran.ids if isinstance(ran, _Ran) and ran.ids is not None else \
+            np.fromiter(map(_JOB_ID, ran), dtype=np.int64, count=len(ran))
     except OverflowError:
         return None
     run = end - start
@@ -633,7 +644,12 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
     for those that never ran.
     """
     ran = _Ran(_ran(outcomes))
-    ran.cols = _columns(list(ran)) if columns is None else _ran_columns(columns, ran)
+    if columns is None:
+        ran.cols = _columns(list(ran))
+    else:
+        ran.cols = _ran_columns(columns, ran)
+        ran.ids, ran.asked, ran.stated = (
+            getattr(columns, name)[columns.ran] for name in ("id", "job_hosts", "runtime"))
     ran.dropped = _dropped(outcomes)
     counts = _counts(outcomes, ran) if columns is None else _column_counts(columns)
     return {
@@ -656,6 +672,7 @@ def summary(outcomes: Sequence[JobOutcome], n_hosts: int, *,
                                         "resized_jobs")},
         "pe_utilization": None if cores_per_host is None else
         pe_utilization(ran, n_hosts, cores_per_host, allocations=allocations),
-        **(productivity(outcomes) if any(o.job.value is not None for o in outcomes) else {}),
+        **(productivity(outcomes) if any(map(operator.is_not, map(_JOB_VALUE, outcomes),
+                                             itertools.repeat(None))) else {}),
         **(power_metrics(power, outcomes) if power is not None else {}),
     }
