@@ -18,6 +18,8 @@ Ticks fit int64 (`cosim.core.clock.MAX_TICKS`); a PE-time may not, and is kept a
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 from collections.abc import Mapping, Sequence
 import dataclasses
 from dataclasses import dataclass, field
@@ -203,6 +205,12 @@ class OutcomeColumns:
     def ran(self) -> np.ndarray:
         """True where the job ran (completed or killed)."""
         return np.fromiter((s in _RAN for s in self.status), dtype=bool, count=len(self))
+
+    @functools.cached_property
+    def valued(self) -> np.ndarray:
+        """The positions of the jobs that carry a value (`Job.value`), ascending."""
+        has = map(operator.is_not, map(attrgetter("value"), self.jobs), itertools.repeat(None))
+        return np.flatnonzero(np.fromiter(has, dtype=bool, count=len(self)))
 
     def __len__(self) -> int:
         return len(self.outcomes)

@@ -26,8 +26,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from itertools import repeat
-from operator import attrgetter, is_not
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -79,9 +78,6 @@ def _rows(cols: OutcomeColumns) -> Iterable[str]:
     n = len(cols)
     no_start = ~cols.has_start
     # the RCA, value and power columns are empty for most jobs: formatted where they are not
-    values = list(map(attrgetter("value"), jobs))
-    valued = np.flatnonzero(np.fromiter(map(is_not, values, repeat(None)), dtype=bool,
-                                        count=n))
     powered = np.flatnonzero(np.fromiter(map(bool, map(attrgetter("power"), ordered)),
                                          dtype=bool, count=n))
     columns = [
@@ -99,7 +95,7 @@ def _rows(cols: OutcomeColumns) -> Iterable[str]:
                         lambda i: _at(ordered[i].borrowed, False)),
         list(map(attrgetter("kind"), jobs)), textrows.int_array(cols.shrinks),
         textrows.int_array(cols.expands), textrows.tick_attr(ordered, "pe_ticks"),
-        textrows.sparse(n, valued, lambda i: repr(earned(ordered[i]))),
+        textrows.sparse(n, cols.valued, lambda i: repr(earned(ordered[i]))),
         textrows.sparse(n, powered, lambda i: repr(ordered[i].energy_j)),
         textrows.sparse(n, powered, lambda i: _power(ordered[i].power)),
     ]

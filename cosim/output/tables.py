@@ -216,7 +216,7 @@ def _jobs_table(cols: OutcomeColumns, technique: str,
         t["imbalance"][pos] = np.fromiter(imbalance.values(), dtype=np.float64)
     t["pes_start"] = np.where(ran, cols.pes_start, 0)
     t["pe_seconds"] = cols.pe_ticks / TICKS_PER_SECOND
-    valued = [k for k, j in enumerate(jobs) if j.value is not None]
+    valued = cols.valued.tolist()
     t["value"] = np.nan
     if valued:
         t["value"][valued] = [earned(outs[k]) for k in valued]
