@@ -628,7 +628,7 @@ def _run_and_write(args: argparse.Namespace, runs: list, outs: list[Path], comm:
         from cosim.output.plots import write_plots
 
         t0 = time.perf_counter()
-        pngs = write_plots(base, tables)
+        pngs = write_plots(base, tables, workers=_plot_workers())
         say.step(f"drew {len(pngs)} plots", t0)
         for r in records:
             r.summary["plots"] = [str(p) for p in pngs]
@@ -643,6 +643,19 @@ def _run_and_write(args: argparse.Namespace, runs: list, outs: list[Path], comm:
     else:
         _print_comparison(summaries)
     return 0
+
+
+#: At most this many processes draw a command's plots (`_plot_workers`)
+PLOT_WORKERS = 4
+
+
+def _plot_workers() -> int:
+    """Processes that draw a command's plots (`write_plots`): one per usable processor, at
+    most `PLOT_WORKERS`; one in a process that loaded MPI (an MPI rank does not fork: its
+    library's state would be shared with the child)."""
+    from cosim.core.workers import usable_cpus
+
+    return 1 if "mpi4py.MPI" in sys.modules else min(PLOT_WORKERS, usable_cpus())
 
 
 class _Say:
@@ -922,7 +935,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         name = f"{args.y}-by-{args.x}" + (f"-by-{args.hue}" if args.hue else "") + ".png"
         print(plot_metric(out / name, runs, x=args.x, y=args.y, hue=args.hue))
         return 0
-    for path in write_plots(out, runs):
+    for path in write_plots(out, runs, workers=_plot_workers()):
         print(path)
     return 0
 

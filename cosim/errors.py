@@ -11,6 +11,8 @@ bad input.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["CosimError", "InputError", "OutputError", "ProtocolError", "EXIT_INPUT",
            "EXIT_OUTPUT"]
 
@@ -47,6 +49,11 @@ class LocatedError(CosimError):
         self.field = field
         super().__init__(self._format())
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled with where it is (a worker process's error reaches its parent whole); the
+        # default would rebuild it from its message alone
+        return (_located, (type(self), self.problem, self.file, self.line, self.field))
+
     def _format(self) -> str:
         where = ""
         if self.file is not None:
@@ -55,6 +62,12 @@ class LocatedError(CosimError):
         if self.field is not None:
             where += f"field {self.field}: "
         return where + " ".join(self.problem.split())
+
+
+def _located(cls: type[LocatedError], problem: str, file: str | None, line: int | None,
+             field: str | None) -> LocatedError:
+    """A pickled `LocatedError` rebuilt (`LocatedError.__reduce__`)."""
+    return cls(problem, file=file, line=line, field=field)
 
 
 class InputError(LocatedError):

@@ -911,8 +911,10 @@ def _otf2(repeat):
     return rows
 
 
-@bench("plots: write_plots of the main job's two runs (utilization, 2 Gantts, imbalance)")
+@bench("plots: write_plots of the main job's two runs (utilization, 2 Gantts, distributions, "
+       "imbalance), in one process and over the workers `cosim run` uses")
 def _plots(repeat):
+    from cosim.cli import _plot_workers
     from cosim.experiment import MAIN_WORKLOAD, RunOptions, execute, prepare, tables_of
     from cosim.output.plots import write_plots
 
@@ -921,10 +923,14 @@ def _plots(repeat):
         rec = execute(prepare(RunOptions(workload=str(MAIN_WORKLOAD), rca=rca)))
         runs.append(tables_of(rec, f"rca-{rca}"))
     allocs = sum(len(r.allocations) for r in runs)
+    n = _plot_workers()
     with tempfile.TemporaryDirectory() as tmp:
         wall, files = best(repeat, lambda: write_plots(Path(tmp), runs))
-    return [(f"wall ({len(files)} PNGs)", wall, "s", None),
-            (f"allocation rows ({allocs:,})", allocs / wall, "rows/s", None)]
+        par, _ = best(repeat, lambda: write_plots(Path(tmp), runs, workers=n))
+    return [(f"wall ({len(files)} PNGs), one process", wall, "s", None),
+            (f"allocation rows ({allocs:,})", allocs / wall, "rows/s", None),
+            (f"wall over {n} forked workers", par, "s", None),
+            ("one process / forked workers", wall / par, "x", None)]
 
 
 @bench("plots: write_plots of a year-long replay (KTH-SP2 on 100 hosts: utilization per day, "

@@ -68,6 +68,18 @@ def test_write_plots_returns_exactly_the_files_written(tmp_path, runs):
         assert w > h
 
 
+def test_plots_drawn_by_forked_workers_are_the_same_files(tmp_path, runs):
+    """`write_plots(workers=...)`: the same paths in the same order, the same bytes."""
+    alone = plots.write_plots(tmp_path / "one", runs, prefix="t-")
+    shared = plots.write_plots(tmp_path / "three", runs, prefix="t-", workers=3)
+    assert [p.name for p in shared] == [p.name for p in alone]
+    assert [p.parent for p in shared] == [tmp_path / "three"] * len(alone)
+    for a, b in zip(alone, shared, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    assert sorted(p.name for p in (tmp_path / "three").iterdir()) == sorted(
+        p.name for p in alone)  # no temporary file left by a worker
+
+
 def test_gantt_of_the_main_job_size_is_bounded(tmp_path, runs):
     # a 256-host run has the same allocation rows as tiny's, moved onto 256 hosts: the
     # figure grows with the hosts, then stops (lanes shrink)

@@ -22,7 +22,8 @@ from cosim.cli import main
 code = main(sys.argv[1:])
 heavy = ("mpi4py", "networkx", "matplotlib", "otf2", "cosim.als.manager", "cosim.als.runtime",
          "cosim.als.techniques", "cosim.workload.apps", "cosim.transport.mpi",
-         "importlib.metadata")  # the plugins' entry points: only for names not built in
+         "importlib.metadata",  # the plugins' entry points: only for names not built in
+         "multiprocessing")  # a process pool's (sweeps, plots drawn in parallel): ~50 ms
 # what only the round loop needs: a trace the replay runs (`cosim.bls.replay`) loads none
 rounds = ("cosim.bls.scheduler", "cosim.bls.state", "cosim.protocol.messages",
           "cosim.transport.base", "cosim.transport.loopback", "cosim.placement",

@@ -230,3 +230,99 @@ def test_a_study_collects_garbage_rarely_in_its_workers_and_restores_the_thresho
         got, _ = run_all(_threshold, [0, 1], [0, 1], workers)
         assert got == {0: GC_THRESHOLD, 1: GC_THRESHOLD}
         assert gc.get_threshold() == before
+
+
+def _pid_and_square(x: int) -> tuple[int, int]:
+    return os.getpid(), x * x
+
+
+def _sigint_blocked() -> bool:
+    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def _bad_line(line: int) -> None:
+    from cosim.errors import InputError
+
+    raise InputError("no such   thing", file="w.swf", line=line, field="procs")
+
+
+def test_forked_map_gives_every_result_in_order_from_forked_workers():
+    from cosim.core.workers import forked_map
+
+    calls = [(_pid_and_square, (x,)) for x in range(7)]
+    got = forked_map(calls, 2)
+    assert [r for _, r in got] == [x * x for x in range(7)]
+    pids = {pid for pid, _ in got}
+    if sys.platform.startswith("linux"):  # elsewhere the calls run here
+        assert os.getpid() not in pids and 1 <= len(pids) <= 2
+    # one worker, or one call: in this process
+    assert forked_map(calls, 1) == [(os.getpid(), x * x) for x in range(7)]
+    assert forked_map(calls[:1], 4) == [(os.getpid(), 0)]
+    assert forked_map([], 4) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers: Linux only")
+def test_forked_map_workers_inherit_their_calls_and_ignore_ctrl_c():
+    from cosim.core.workers import forked_map
+
+    # a lambda cannot be pickled: the workers have the calls from the fork, not a queue
+    rows = list(range(1000))
+    got = forked_map([(lambda k=k: sum(rows[k:]), ()) for k in range(4)], 2)
+    assert got == [sum(rows[k:]) for k in range(4)]
+    # SIGINT blocked in the workers (a Ctrl-C is the parent's to handle), not left so here
+    assert forked_map([(_sigint_blocked, ())] * 3, 2) == [True] * 3
+    assert not _sigint_blocked()
+
+
+def test_forked_map_raises_the_first_failing_calls_error_whole():
+    from cosim.core.workers import forked_map
+    from cosim.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        forked_map([(_square, (3,)), (_bad_line, (7,)), (_square, (4,))], 2)
+    assert str(err.value) == "w.swf:7: field procs: no such thing"
+    assert (err.value.file, err.value.line, err.value.field) == ("w.swf", 7, "procs")
+
+
+@pytest.mark.serial  # (times signals and process ends: alone, `make test`)
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers: Linux only")
+def test_a_ctrl_c_ends_a_forked_map_with_no_temporary_file_left(tmp_path):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) during a
+    `forked_map` whose calls are writing files: the parent is interrupted, its workers end
+    within seconds, and the files they were writing leave no temporary behind."""
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        from pathlib import Path
+        from cosim.core.files import atomic_open
+        from cosim.core.workers import forked_map
+
+        out = Path({str(tmp_path)!r})
+
+        def slow(k):
+            with atomic_open(out / f"f{{k}}.bin", "wb") as fh:
+                fh.write(b"x" * 1000)
+                (out / f"started{{k}}").write_text(str(os.getpid()))
+                time.sleep(60)
+            return k
+
+        try:
+            forked_map([(slow, (k,)) for k in range(2)], 2)
+        except KeyboardInterrupt:
+            sys.exit(130)
+        """)
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert _wait_until(lambda: len(list(tmp_path.glob("started*"))) == 2, 30)
+        workers = [int(p.read_text()) for p in tmp_path.glob("started*")]
+        assert len(list(tmp_path.glob(".f*.tmp"))) == 2  # both being written
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and time.monotonic() - t0 < 5
+    assert b"Traceback" not in err, err.decode()
+    assert _wait_until(lambda: all(_gone(pid) for pid in workers), 5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["started0", "started1"]

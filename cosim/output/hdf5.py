@@ -40,6 +40,7 @@ import numpy as np
 
 from cosim import __version__
 from cosim.core.files import atomic_open
+from cosim.core.workers import usable_cpus
 from cosim.errors import InputError
 from cosim.output.tables import (
     ALLOC_DTYPE,
@@ -292,8 +293,7 @@ def _compressed_chunks(data: np.ndarray, rows: int) -> list[bytes]:
         return z.compress(np.ascontiguousarray(part.T)) + z.flush()
 
     firsts = range(0, len(data), rows)
-    workers = min(len(firsts), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                  else os.cpu_count() or 1)
+    workers = min(len(firsts), usable_cpus())
     if workers <= 1:
         return [pack(f) for f in firsts]
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -22,6 +22,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,6 +39,7 @@ from matplotlib.ticker import MaxNLocator
 
 from cosim.core.clock import TICKS_PER_SECOND
 from cosim.core.files import atomic_open
+from cosim.core.workers import forked_map
 from cosim.errors import InputError
 from cosim.output.tables import ROLES, RunTables, step_series
 
@@ -800,7 +802,7 @@ def _file_part(run_id: str) -> str:
 
 
 def write_plots(out_dir: PathLike, runs: Sequence[RunTables], *, prefix: str = "",
-                labels: Sequence[str] | None = None) -> list[Path]:
+                labels: Sequence[str] | None = None, workers: int = 1) -> list[Path]:
     """The standard plots of a command, under `out_dir` (created if needed).
 
     Writes ``{prefix}utilization.png`` (all runs together), ``{prefix}gantt-{run_id}.png``
@@ -809,11 +811,14 @@ def write_plots(out_dir: PathLike, runs: Sequence[RunTables], *, prefix: str = "
     when some run has an app-driven job, ``{prefix}imbalance.png`` (all runs), and when some
     run has a power cap ``{prefix}power.png`` (`plot_power`), in this order,
     and returns exactly these paths. `labels` name the runs in the shared plots (default: run
-    ids).
+    ids). With `workers` above 1 the figures are drawn by that many forked processes at most
+    (`cosim.core.workers.forked_map`; one process where the system does not fork): each
+    figure is drawn by one process from the same tables, so the files are the same bytes.
     """
     _check_runs(runs, labels)
     out = Path(out_dir)
-    written = [plot_utilization(out / f"{prefix}utilization.png", runs, labels=labels)]
+    figures: list[tuple[Any, tuple[Any, ...]]] = [
+        (partial(plot_utilization, labels=labels), (out / f"{prefix}utilization.png", runs))]
     used: set[str] = set()
     for r in runs:
         stem = base = _file_part(r.run_id)
@@ -822,10 +827,12 @@ def write_plots(out_dir: PathLike, runs: Sequence[RunTables], *, prefix: str = "
             n += 1
             stem = f"{base}-{n}"
         used.add(stem)
-        written.append(plot_gantt(out / f"{prefix}gantt-{stem}.png", r))
-    written.append(plot_distributions(out / f"{prefix}distributions.png", runs, labels=labels))
+        figures.append((plot_gantt, (out / f"{prefix}gantt-{stem}.png", r)))
+    figures.append((partial(plot_distributions, labels=labels),
+                    (out / f"{prefix}distributions.png", runs)))
     if any(np.isfinite(r.jobs["imbalance"]).any() for r in runs):  # rigid runs have none
-        written.append(plot_imbalance(out / f"{prefix}imbalance.png", runs, labels=labels))
+        figures.append((partial(plot_imbalance, labels=labels),
+                        (out / f"{prefix}imbalance.png", runs)))
     if any(len(r.power_series) for r in runs):  # runs with a power cap
-        written.append(plot_power(out / f"{prefix}power.png", runs, labels=labels))
-    return written
+        figures.append((partial(plot_power, labels=labels), (out / f"{prefix}power.png", runs)))
+    return forked_map(figures, workers)

@@ -14,7 +14,6 @@ a module (for its tests).
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cosim.core.collect import rare_collection
-from cosim.core.workers import worker_pool
+from cosim.core.workers import usable_cpus, worker_pool
 
 __all__ = ["workers_and_out", "run_all", "load_script", "sigterm_as_interrupt"]
 
@@ -33,9 +32,7 @@ def workers_and_out(workers: int | None, out: str,
                     fail: Callable[[str], object]) -> tuple[int, Path]:
     """``(worker count, output folder)`` of a study script; `fail` on bad values."""
     if workers is None:
-        cpus = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                else os.cpu_count())
-        workers = cpus or 1
+        workers = usable_cpus()
     if workers < 1:
         fail(f"--workers must be >= 1, got {workers}")
     path = Path(out)
