@@ -68,10 +68,30 @@ def test_write_plots_returns_exactly_the_files_written(tmp_path, runs):
         assert w > h
 
 
-def test_plots_drawn_by_forked_workers_are_the_same_files(tmp_path, runs):
-    """`write_plots(workers=...)`: the same paths in the same order, the same bytes."""
+def test_plots_drawn_by_forked_workers_are_the_same_files(tmp_path, runs, monkeypatch):
+    """`write_plots(workers=...)`: the same paths in the same order, the same bytes, drawn
+    in other processes (on Linux)."""
+    import os
+    import sys
+
+    from cosim.core.workers import forked_map
+
     alone = plots.write_plots(tmp_path / "one", runs, prefix="t-")
+    drawn_by = []
+
+    def spy(calls, workers):  # each figure's call, wrapped to say where it ran
+        def where(f):
+            return lambda *args: (os.getpid(), f(*args))
+
+        got = forked_map([(where(f), args) for f, args in calls], workers)
+        drawn_by.extend(pid for pid, _ in got)
+        return [path for _, path in got]
+
+    monkeypatch.setattr(plots, "forked_map", spy)
     shared = plots.write_plots(tmp_path / "three", runs, prefix="t-", workers=3)
+    assert len(drawn_by) == len(alone)
+    if sys.platform.startswith("linux"):
+        assert os.getpid() not in drawn_by
     assert [p.name for p in shared] == [p.name for p in alone]
     assert [p.parent for p in shared] == [tmp_path / "three"] * len(alone)
     for a, b in zip(alone, shared, strict=True):

@@ -291,11 +291,14 @@ def test_a_ctrl_c_ends_a_forked_map_with_no_temporary_file_left(tmp_path):
     `forked_map` whose calls are writing files: the parent is interrupted, its workers end
     within seconds, and the files they were writing leave no temporary behind."""
     script = textwrap.dedent(f"""
-        import os, sys, time
+        import os, signal, sys, time
         from pathlib import Path
         from cosim.core.files import atomic_open
         from cosim.core.workers import forked_map
 
+        # Python's own SIGINT handler, as in a command started from a terminal (a shell
+        # starts background jobs with SIGINT ignored, and Python then installs none)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         out = Path({str(tmp_path)!r})
 
         def slow(k):

@@ -52,7 +52,8 @@ def _watch_parent(origin: int, every_s: float, collect: tuple[int, ...],
     worker once it has been re-parented, or (started by a fork server, which may outlive
     `origin`: its parent is not `origin`) once `origin` is gone. The worker collects garbage
     at `origin`'s thresholds (`collect`, as `gc.get_threshold` gave them there), then calls
-    ``setup = (function, args)`` when given."""
+    ``setup = (function, args)`` when given, and only then takes SIGTERM (a worker forked
+    with it blocked, `forked_map`, gets one sent meanwhile now, with its own handler)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     gc.set_threshold(*collect)
     if os.getppid() != origin and not _alive(origin):
@@ -67,6 +68,8 @@ def _watch_parent(origin: int, every_s: float, collect: tuple[int, ...],
     threading.Thread(target=watch, name="cosim-parent-watch", daemon=True).start()
     if setup is not None:
         setup[0](*setup[1])
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _alive(pid: int) -> bool:
@@ -123,7 +126,7 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
         if p.is_alive():  # (SIGTERM caught after all)
             p.kill()
             p.join(timeout=5)
-    pool.shutdown(wait=True)  # its manager thread, which sees the workers gone, ends too
+    pool.shutdown(wait=True)  # (the first shutdown already let its manager thread go)
 
 
 def usable_cpus() -> int:
@@ -144,13 +147,15 @@ def forked_map(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]],
     first call to raise raises here, after the calls in progress end. The workers are forked
     with SIGINT blocked and keep it so: a Ctrl-C reaches this process alone, whose
     `worker_pool` then ends them (SIGTERM: a call in progress unwinds, so a file it was
-    writing leaves no temporary, then the worker exits), and none prints a traceback."""
+    writing leaves no temporary, then the worker exits), and none prints a traceback;
+    SIGTERM is blocked too until a worker has its handler (`_keep`). A worker freezes what it
+    inherits (`gc.freeze`), so its collections do not copy the parent's pages."""
     n = min(workers, len(calls))
     if n < 2 or not sys.platform.startswith("linux"):
         return [f(*args) for f, args in calls]
     with worker_pool(n, context="fork", setup=(_keep, (calls,))) as pool:
         # a fork pool starts its workers at the first submission: all of them in here
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             futures = [pool.submit(_call, k) for k in range(len(calls))]
         finally:
@@ -160,28 +165,34 @@ def forked_map(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]],
 
 #: In a `forked_map` worker, the calls of the map that forked it (`_keep`); None elsewhere.
 _CALLS: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]] | None = None
-#: In a `forked_map` worker, whether a call is running (`_call`, `_on_sigterm`).
+#: In a `forked_map` worker, whether a call is running (`_call`, `_on_sigterm`), and whether
+#: SIGTERM has come (the worker exits once the call has unwound).
 _IN_CALL = False
+_ENDING = False
 
 
 class _Ended(BaseException):
-    """SIGTERM reached a `forked_map` worker during a call: raised there to unwind it (a file
-    being written removes its temporary), then the worker exits (`_call`)."""
+    """SIGTERM reached a `forked_map` worker during a call: raised there, once, to unwind
+    it (a file being written removes its temporary); the worker then exits (`_call`)."""
 
 
 def _keep(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]]) -> None:
-    """Worker setup of `forked_map`: keep the map's calls in this worker process, and end it
-    on SIGTERM (`worker_pool` ending an interrupted map) after what its call was writing is
-    cleaned up."""
+    """Worker setup of `forked_map`: keep the map's calls in this worker process, freeze what
+    it inherited, and end on SIGTERM (`worker_pool` ending an interrupted map) once what its
+    call was writing is cleaned up."""
     global _CALLS
     _CALLS = calls
+    gc.freeze()
     signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def _on_sigterm(signum: int, _frame: Any) -> None:
-    if _IN_CALL:
+    global _ENDING
+    if not _IN_CALL:
+        os._exit(128 + signum)
+    if not _ENDING:  # (the pool may send it again: the first unwinding is left to finish)
+        _ENDING = True
         raise _Ended
-    os._exit(128 + signum)
 
 
 def _call(k: int) -> Any:
@@ -192,7 +203,7 @@ def _call(k: int) -> Any:
     try:
         _IN_CALL = True
         return f(*args)
-    except _Ended:
-        os._exit(128 + signal.SIGTERM)
     finally:
         _IN_CALL = False
+        if _ENDING:  # (also when a finalizer swallowed the `_Ended`)
+            os._exit(128 + signal.SIGTERM)
