@@ -1,8 +1,9 @@
 """Build steps pyproject.toml cannot state: cosim's compiled modules and its built-in data.
 
 The compiled modules — the master-worker loop (cosim/als/_serve.c), the trace replay
-(cosim/bls/_replay.c), the row formatter of the output files (cosim/output/_text.c) and the
-event loop of the OTF2 writer (cosim/output/_events.c) — are optional: where no C compiler or
+(cosim/bls/_replay.c), the row formatter of the output files (cosim/output/_text.c), the
+event loop of the OTF2 writer (cosim/output/_events.c) and the bulk maker of records
+(cosim/core/_records.c) — are optional: where no C compiler or
 Python headers exist the install goes on without them and cosim runs the identical pure-Python
 code (`cosim --version` says which is in use). The built-in platforms, apps and traces (the source tree's ``platforms/``, ``apps/``, ``traces/``) are copied into the
 built package as ``cosim/_data/`` (`cosim.paths.data_dir`), so a wheel is the whole tool; an
@@ -35,6 +36,8 @@ class BuildWithData(build_py):
 
 
 setup(ext_modules=[Extension("cosim.als._serve", ["cosim/als/_serve.c"], optional=True,
+                             extra_compile_args=FLAGS),
+                   Extension("cosim.core._records", ["cosim/core/_records.c"], optional=True,
                              extra_compile_args=FLAGS),
                    Extension("cosim.bls._replay", ["cosim/bls/_replay.c"], optional=True,
                              extra_compile_args=FLAGS),

@@ -37,24 +37,27 @@ __all__ = ["main", "build_parser"]
 
 
 class _Version(argparse.Action):
-    """``--version``: the version, and which master-worker loop, trace replay, row formatter
-    and trace event loop this install runs (compiled or Python)."""
+    """``--version``: the version, and which master-worker loop, trace replay, row formatter,
+    trace event loop and record maker this install runs (compiled or Python)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
                          help="print the version, and the master-worker loop, trace replay, "
-                              "output row formatter and trace event loop in use (compiled, or "
-                              "python where a C module could not be built), then exit")
+                              "output row formatter, trace event loop and record maker in use "
+                              "(compiled, or python where a C module could not be built), then "
+                              "exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
         from cosim import __version__
         from cosim.als.runtime import LOOP_KERNEL
         from cosim.bls.replay import REPLAY_KERNEL
+        from cosim.core.records import RECORDS_KERNEL
         from cosim.output.otf2_writer import EVENT_KERNEL
         from cosim.output.textrows import TEXT_KERNEL
 
         print(f"cosim {__version__} (master-worker loop: {LOOP_KERNEL}, trace replay: "
-              f"{REPLAY_KERNEL}, output rows: {TEXT_KERNEL}, trace events: {EVENT_KERNEL})")
+              f"{REPLAY_KERNEL}, output rows: {TEXT_KERNEL}, trace events: {EVENT_KERNEL}, "
+              f"records: {RECORDS_KERNEL})")
         # (stdout, as argparse)
         parser.exit()
 

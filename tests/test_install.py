@@ -99,10 +99,11 @@ def test_the_installed_wheel_runs_the_main_job_from_anywhere(wheel, tmp_path):
                              capture_output=True, text=True)
     assert version.stdout.startswith(f"cosim {cosim.__version__} ")
     from cosim.bls.replay import REPLAY_KERNEL  # built here: built into the wheel too
+    from cosim.core.records import RECORDS_KERNEL
     from cosim.output.otf2_writer import EVENT_KERNEL
     from cosim.output.textrows import TEXT_KERNEL
     assert (f"trace replay: {REPLAY_KERNEL}, output rows: {TEXT_KERNEL}, trace events: "
-            f"{EVENT_KERNEL})" in version.stdout)
+            f"{EVENT_KERNEL}, records: {RECORDS_KERNEL})" in version.stdout)
 
     proc = subprocess.run([str(python), "-m", "cosim", "run", "--out", "out"], cwd=elsewhere,
                           env=env, capture_output=True, text=True, timeout=600)

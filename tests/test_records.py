@@ -1,5 +1,5 @@
-"""Instances made in bulk (`cosim.core.records.slot_maker`) equal those of the constructor,
-for every class cosim makes that way; and `cosim.core.collect.no_collection` leaves the
+"""Instances made in bulk (`cosim.core.records.slot_maker`, and `bulk_maker` by the compiled
+maker) equal those of the constructor, for every class cosim makes that way; and `cosim.core.collect.no_collection` leaves the
 collector as it found it, its objects handed on unwalked; the `cosim` command freezes the
 heap for its exit, `cli.main` does not."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -15,7 +16,8 @@ from hypothesis import strategies as st
 from cosim.bls import replay
 from cosim.core.collect import no_collection
 from cosim.core.indexset import IndexSet
-from cosim.core.records import slot_maker
+from cosim.core import records
+from cosim.core.records import bulk_maker, slot_maker
 from cosim.workload import swf
 from cosim.workload.jobs import Job, JobOutcome
 
@@ -30,8 +32,8 @@ N = st.integers(0, 2**62)
 def test_a_trace_job_made_in_bulk_is_the_job_its_constructor_makes(
         id, submit, hosts, pes, walltime, runtime, user, group, queue, partition, swf_row):
     row = None if swf_row is None else tuple(swf_row)
-    made = swf._trace_job(id, submit, hosts, pes, walltime, runtime, user, group, queue,
-                          partition, row)
+    made, = swf._trace_jobs([id], [submit], [hosts], [pes], [walltime], [runtime], [user],
+                            [group], [queue], [partition], [row])
     ref = Job(id=id, submit=submit, hosts=hosts, pes=pes, walltime=walltime, runtime=runtime,
               user=user, group=group, queue=queue, partition=partition, swf=row,
               app_params=swf._NO_PARAMS)
@@ -51,16 +53,96 @@ def test_a_replay_outcome_made_in_bulk_is_the_outcome_its_constructor_makes(star
                                                                             status, rejected):
     job = Job(id=3, submit=0, hosts=2, pes=pes, walltime=run, runtime=run)
     if rejected:
-        made = replay._outcome(job, None, None, (), "rejected", 0, 0)
+        made, = replay._outcomes([job], [None], [None], [()], ["rejected"], [0], [0])
         ref = JobOutcome(job=job, start=None, end=None, hosts=(), status="rejected")
     else:
         hosts = IndexSet((0, 5), (1, 1))
-        made = replay._outcome(job, start, start + run, hosts, status, pes * run, pes)
+        made, = replay._outcomes([job], [start], [start + run], [hosts], [status], [pes * run],
+                                 [pes])
         ref = JobOutcome(job=job, start=start, end=start + run, hosts=hosts, status=status,
                          pe_ticks=pes * run, pes_start=pes)
     assert made == ref
     assert [getattr(made, f.name) for f in dataclasses.fields(JobOutcome)] == \
         [getattr(ref, f.name) for f in dataclasses.fields(JobOutcome)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.tuples(N, st.integers(1, 2**20), st.text(max_size=3)), max_size=40))
+def test_the_compiled_bulk_maker_makes_what_the_slot_maker_makes(rows):
+    """Row by row the same instances, field by field the same objects, in row order, from
+    lists or other sequences, with `fixed` and `same` fields; references counted right."""
+    marker = object()
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Base:
+        a: int
+        tag: object = None
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Child(Base):
+        b: int = 0
+        c: str = "c"
+        d: int = 5
+        e: object = None
+
+    args = ("a", "b", "c"), {"tag": marker}, {"d": "b"}
+    bulk, one = bulk_maker(Child, *args), slot_maker(Child, *args)
+    cols = [list(col) for col in zip(*rows)] or [[], [], []]
+    gc.collect()
+    before = sys.getrefcount(marker)
+    made = bulk(cols[0], tuple(cols[1]), cols[2])
+    assert made == [one(*row) for row in rows] == [Child(a=a, b=b, c=c, tag=marker, d=b)
+                                                   for a, b, c in rows]
+    assert all(m.tag is marker and m.c is row[2] and m.e is None
+               for m, row in zip(made, rows, strict=True))
+    assert sys.getrefcount(marker) == before + len(rows)
+    del made
+    assert sys.getrefcount(marker) == before
+
+
+def test_a_bulk_maker_refuses_columns_it_cannot_use():
+    bulk = bulk_maker(JobOutcome, ("job", "start", "end", "hosts", "status", "pe_ticks",
+                                   "pes_start"))
+    job = Job(id=1, submit=0, hosts=1, pes=1, walltime=5, runtime=5)
+    with pytest.raises(ValueError, match="unequal lengths"):
+        bulk([job], [0], [5], [()], ["completed"], [5], [1, 2])
+    with pytest.raises(TypeError, match="7 columns expected, 6 given"):
+        bulk([job], [0], [5], [()], ["completed"], [5])
+    assert bulk([], [], [], [], [], [], []) == []
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Three:
+        x: int = 0
+        y: int = 0
+        z: int = 0
+
+    with pytest.raises(TypeError, match="Three.y: same as 'z', which is not given"):
+        bulk_maker(Three, ("x",), same={"y": "z"})
+
+
+@pytest.mark.skipif(records._records is None, reason="the compiled maker is not built here")
+def test_the_compiled_maker_checks_its_slots_and_columns():
+    make = records._records.make
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Two:
+        x: int = 0
+        y: int = 0
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Other:
+        z: int = 0
+
+    slots = (Two.__dict__["x"], Two.__dict__["y"])
+    assert make(Two, slots, ([1, 2], None), (None, 9), 2) == [Two(1, 9), Two(2, 9)]
+    with pytest.raises(ValueError, match="column 0 has 2 items, not 3"):
+        make(Two, slots, ([1, 2], None), (None, 9), 3)
+    with pytest.raises(TypeError, match="slot 1 is not a writable object slot of"):
+        make(Two, (Two.__dict__["x"], Other.__dict__["z"]), (None, None), (1, 2), 1)
+    with pytest.raises(TypeError, match="slot 0 is not a member descriptor"):
+        make(Two, (Two.x.__get__, Two.__dict__["y"]), (None, None), (1, 2), 1)
+    with pytest.raises(ValueError, match="differ in length"):
+        make(Two, slots, ([1],), (None, 9), 1)
 
 
 def test_a_maker_names_what_it_cannot_set():

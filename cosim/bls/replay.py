@@ -47,7 +47,7 @@ from cosim.bls.policies.window import plan as window_plan
 from cosim.bls.config import drops_hopeless, initial_tunables
 from cosim.core.collect import no_collection
 from cosim.core.indexset import IndexSet
-from cosim.core.records import slot_maker
+from cosim.core.records import bulk_maker
 from cosim.errors import InputError, ProtocolError
 from cosim.platform.allocation import spread_runs
 from cosim.workload.jobs import Job, JobOutcome
@@ -416,9 +416,10 @@ def _int_column(order: Sequence[Job], name: str) -> np.ndarray:
     return np.fromiter(map(attrgetter(name), order), dtype=np.int64, count=len(order))
 
 
-#: A `JobOutcome` of the replay's own values (`slot_maker`: what its constructor makes of them)
-_outcome = slot_maker(JobOutcome, ("job", "start", "end", "hosts", "status", "pe_ticks",
-                                   "pes_start"))
+#: The `JobOutcome`s of the replay's own values, a column each (`bulk_maker`: what its
+#: constructor makes of them)
+_outcomes = bulk_maker(JobOutcome, ("job", "start", "end", "hosts", "status", "pe_ticks",
+                                    "pes_start"))
 
 
 def _fill(outcomes: dict[int, JobOutcome], order: Sequence[Job], done: list[int],
@@ -427,13 +428,18 @@ def _fill(outcomes: dict[int, JobOutcome], order: Sequence[Job], done: list[int]
     """The outcomes of the compiled replay, in the order it made them (`done`). The hosts
     of a job held as one run are one `IndexSet` per distinct run, shared (an `IndexSet` is
     immutable: KTH-SP2's 18,546 such jobs hold 1,346 distinct runs)."""
-    make = _outcome
     single: dict[tuple[int, int], IndexSet] = {}
-    for k in done:
-        job = order[k]
+    jobs = [order[k] for k in done]
+    starts, ends, held, states, ticks, pes = [], [], [], [], [], []
+    for k, job in zip(done, jobs, strict=True):
         st = status[k]
         if st == 2:
-            outcomes[job.id] = make(job, None, None, (), "rejected", 0, 0)
+            starts.append(None)
+            ends.append(None)
+            held.append(())
+            states.append("rejected")
+            ticks.append(0)
+            pes.append(0)
             continue
         a, m, s, e = run_at[k], run_n[k], start[k], end[k]
         if m == 1:
@@ -443,8 +449,14 @@ def _fill(outcomes: dict[int, JobOutcome], order: Sequence[Job], done: list[int]
                 hosts = single[run] = IndexSet((run[0],), (run[1],))
         else:
             hosts = IndexSet(tuple(run_first[a:a + m]), tuple(run_count[a:a + m]))
-        outcomes[job.id] = make(job, s, e, hosts, "killed" if st else "completed",
-                                job.pes * (e - s), job.pes)
+        starts.append(s)
+        ends.append(e)
+        held.append(hosts)
+        states.append("killed" if st else "completed")
+        ticks.append(job.pes * (e - s))
+        pes.append(job.pes)
+    made = _outcomes(jobs, starts, ends, held, states, ticks, pes)
+    outcomes.update(zip([job.id for job in jobs], made, strict=True))
 
 
 def _first_fit(free: bytearray, count: int) -> tuple[IndexSet, list[tuple[int, int]]]:

@@ -81,7 +81,7 @@ import numpy as np
 
 from cosim.core.clock import MAX_TICKS, TICKS_PER_SECOND, seconds_to_ticks
 from cosim.core.collect import no_collection
-from cosim.core.records import slot_maker
+from cosim.core.records import bulk_maker
 from cosim.errors import InputError
 from cosim.workload.jobs import CATEGORY_CHARS, KINDS, Job
 from cosim.workload.marking import MARKABLE_KINDS, decimal_text, pe_bounds
@@ -632,10 +632,10 @@ def _bulk_rows(reader: SwfReader
 _SUBMIT_ID = attrgetter("submit", "id")  # the jobs' order
 
 #: A rigid trace job from fields checked as `Job` checks them (`_bulk_jobs`)
-_trace_job = slot_maker(Job, ("id", "submit", "hosts", "pes", "walltime", "runtime", "user",
-                              "group", "queue", "partition", "swf"),
-                        fixed={"app_params": _NO_PARAMS}, same={"min_pes": "pes",
-                                                                "max_pes": "pes"})
+_trace_jobs = bulk_maker(Job, ("id", "submit", "hosts", "pes", "walltime", "runtime", "user",
+                               "group", "queue", "partition", "swf"),
+                         fixed={"app_params": _NO_PARAMS}, same={"min_pes": "pes",
+                                                                 "max_pes": "pes"})
 
 
 def _bulk_jobs(numbers: list[int], a: np.ndarray, texts: dict[int, tuple[str, ...]], *,
@@ -645,7 +645,7 @@ def _bulk_jobs(numbers: list[int], a: np.ndarray, texts: dict[int, tuple[str, ..
                ] | None:
     """What `read_swf`'s loop makes of the rows of `_bulk_rows`, column by column: ``(jobs,
     rejected, line of each rejected job, skipped ids, (read, skipped for run time, cancelled,
-    for processors))``, jobs and rejected in line order and made by `_trace_job`. None when
+    for processors))``, jobs and rejected in line order and made by `_trace_jobs`. None when
     a row ends past `_LATEST_END`: the loop then reads the rows one by one, for its error or
     its warnings in line order."""
     n = len(a)
@@ -686,11 +686,11 @@ def _bulk_jobs(numbers: list[int], a: np.ndarray, texts: dict[int, tuple[str, ..
     made = []
     with no_collection():  # acyclic objects only
         for part in (np.flatnonzero(~big), np.flatnonzero(big)):
-            made.append(list(map(
-                _trace_job, ids[part].tolist(), submit[part].tolist(), hosts[part].tolist(),
+            made.append(_trace_jobs(
+                ids[part].tolist(), submit[part].tolist(), hosts[part].tolist(),
                 pes[part].tolist(), walltime[part].tolist(), runtime[part].tolist(),
                 *(k[part, f].astype(np.int64).tolist() for f in (_USER, _GROUP, _QUEUE, _PART)),
-                map(tuple, k[part].tolist()))))
+                list(map(tuple, k[part].tolist()))))
     jobs, rejected = made
     line_of = np.asarray(numbers, dtype=np.int64)[keep]
     lines = dict(zip(ids[big].tolist(), line_of[big].tolist(), strict=True))
