@@ -100,6 +100,25 @@ def test_the_compiled_bulk_maker_makes_what_the_slot_maker_makes(rows):
     assert sys.getrefcount(marker) == before
 
 
+def test_a_bulk_maker_without_the_compiled_maker_makes_the_same(monkeypatch):
+    """Where `cosim/core/_records.c` was not built, `slot_maker`'s function makes them."""
+    fields = ("job", "start", "end", "hosts", "status", "pe_ticks", "pes_start")
+    compiled = bulk_maker(JobOutcome, fields)
+    monkeypatch.setattr(records, "_records", None)
+    python = bulk_maker(JobOutcome, fields)
+    jobs = [Job(id=k, submit=0, hosts=1, pes=k + 1, walltime=9, runtime=9) for k in range(3)]
+    cols = (jobs, [None, 0, 4], [None, 9, 13], [(), IndexSet((0,), (1,)), IndexSet((2,), (1,))],
+            ["rejected", "completed", "killed"], [0, 18, 27], [0, 2, 3])
+    assert python(*cols) == compiled(*cols) == [
+        JobOutcome(job=jobs[0], start=None, end=None, hosts=(), status="rejected"),
+        JobOutcome(job=jobs[1], start=0, end=9, hosts=IndexSet((0,), (1,)), status="completed",
+                   pe_ticks=18, pes_start=2),
+        JobOutcome(job=jobs[2], start=4, end=13, hosts=IndexSet((2,), (1,)), status="killed",
+                   pe_ticks=27, pes_start=3)]
+    with pytest.raises(ValueError, match="unequal lengths"):
+        python(*cols[:-1], [0])
+
+
 def test_a_bulk_maker_refuses_columns_it_cannot_use():
     bulk = bulk_maker(JobOutcome, ("job", "start", "end", "hosts", "status", "pe_ticks",
                                    "pes_start"))

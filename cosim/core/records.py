@@ -67,7 +67,7 @@ def bulk_maker(cls: type, given: Sequence[str], fixed: Mapping[str, Any] | None 
     each row: made by the compiled maker where it was built, else by `slot_maker`'s
     function. A column of another length is a `ValueError`."""
     plan = _plan(cls, given, fixed, same)
-    if _records is None:  # pragma: no cover - an install without a C compiler
+    if _records is None:  # an install without a C compiler
         one = slot_maker(cls, given, fixed, same)
 
         def make_python(*columns: Sequence[Any]) -> list[Any]:
@@ -78,12 +78,13 @@ def bulk_maker(cls: type, given: Sequence[str], fixed: Mapping[str, Any] | None 
     slots = tuple(slot for _, slot, _, _ in plan)
     constants = tuple(value for _, _, _, value in plan)
     sources = [source for _, _, source, _ in plan]
+    compiled = _records.make
 
     def make(*columns: Sequence[Any]) -> list[Any]:
         n = _same_lengths(columns, len(given))
         lists = [c if c.__class__ is list else list(c) for c in columns]
-        return _records.make(cls, slots, tuple(None if k is None else lists[k]
-                                               for k in sources), constants, n)
+        return compiled(cls, slots, tuple(None if k is None else lists[k] for k in sources),
+                        constants, n)
 
     make.__qualname__ = f"bulk_maker({cls.__name__})"
     return make
