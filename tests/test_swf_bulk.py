@@ -179,3 +179,12 @@ def test_a_named_pipe_is_read_line_by_line_and_refused_as_before(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=60)
     assert "not seekable" in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize(("text", "bulk"), [
+    ("1 0 -1 10\t5\n2 3 4 5.5 6\n", True), ("", True), ("1 2e3\n", False), ("1 +2\n", False),
+    ("1 nan\n", False), ("1 2\r\n", False), ("1 2_000\n", False), ("1 \u00e9\n", False),
+    ("1 \u0661\n", False),  # (a digit to `float`, not to the bulk parser)
+])
+def test_only_plain_numbers_go_to_the_bulk_parser(text, bulk):
+    assert swf._only_bulk(text) is bulk

@@ -566,9 +566,10 @@ class SwfWorkload:
     skipped_ids: frozenset[int] = frozenset()
 
 
-#: What only the line-by-line reader takes in the job lines: all but digits, ".", "-", spaces
-#: and tabs (so no exponent, sign, "nan", "inf" or "_", which `float` would take)
-_NOT_BULK = re.compile(r"[^0-9. \t\n-]")
+#: What `_bulk_rows` takes in the job lines: digits, ".", "-", spaces, tabs and newlines; the
+#: line-by-line reader takes the rest (an exponent, a sign, "nan", "inf" or "_", which
+#: `float` would take), found by deleting these bytes from the ASCII text (`_only_bulk`)
+_BULK_BYTES = b"0123456789.- \t\n"
 #: The time fields whose ticks `read_swf` takes from the exact decimal text when fractional
 _TIME_FIELDS = (_SUBMIT, _RUN, _REQ_TIME)
 
@@ -597,7 +598,7 @@ def _bulk_rows(reader: SwfReader
             body = i
             break
     rest = "\n".join(lines[body:])
-    if body == len(lines) or _NOT_BULK.search(rest):
+    if body == len(lines) or not _only_bulk(rest):
         return None
     integers = "." not in rest
     try:  # (integers parse ~6x faster than floats)
@@ -627,6 +628,15 @@ def _bulk_rows(reader: SwfReader
         if line.split():
             entry = reader._comment(line, i, entry)
     return [body + 1 + i for i in rows], a.astype(np.float64, copy=False), texts
+
+
+def _only_bulk(text: str) -> bool:
+    """Whether `text` holds only `_BULK_BYTES` (a C pass: ten times a regular expression's
+    speed on a trace's 2 MB)."""
+    try:
+        return not text.encode("ascii").translate(None, _BULK_BYTES)
+    except UnicodeEncodeError:
+        return False
 
 
 _SUBMIT_ID = attrgetter("submit", "id")  # the jobs' order
