@@ -5,6 +5,7 @@ heap for its exit, `cli.main` does not."""
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import gc
 import sys
@@ -90,14 +91,21 @@ def test_the_compiled_bulk_maker_makes_what_the_slot_maker_makes(rows):
     cols = [list(col) for col in zip(*rows)] or [[], [], []]
     gc.collect()
     before = sys.getrefcount(marker)
+    texts = [sys.getrefcount(t) for t in cols[2]]
     made = bulk(cols[0], tuple(cols[1]), cols[2])
     assert made == [one(*row) for row in rows] == [Child(a=a, b=b, c=c, tag=marker, d=b)
                                                    for a, b, c in rows]
     assert all(m.tag is marker and m.c is row[2] and m.e is None
                for m, row in zip(made, rows, strict=True))
     assert sys.getrefcount(marker) == before + len(rows)
+    # a column's values held once more each, by their instance (a string held twice in the
+    # rows, twice more)
+    held = {id(t): cols[2].count(t) for t in cols[2]}
+    assert [sys.getrefcount(t) for t in cols[2]] == [
+        n + held[id(t)] for n, t in zip(texts, cols[2], strict=True)]
     del made
     assert sys.getrefcount(marker) == before
+    assert [sys.getrefcount(t) for t in cols[2]] == texts
 
 
 def test_a_bulk_maker_without_the_compiled_maker_makes_the_same(monkeypatch):
@@ -137,6 +145,12 @@ def test_a_bulk_maker_refuses_columns_it_cannot_use():
 
     with pytest.raises(TypeError, match="Three.y: same as 'z', which is not given"):
         bulk_maker(Three, ("x",), same={"y": "z"})
+    with pytest.raises(TypeError, match="given twice"):
+        bulk_maker(Three, ("x", "y", "x"))
+
+
+def test_the_compiled_maker_is_the_one_in_use():
+    assert records.RECORDS_KERNEL == "compiled"  # (setup.py builds it wherever cosim's tests run)
 
 
 @pytest.mark.skipif(records._records is None, reason="the compiled maker is not built here")
@@ -162,6 +176,52 @@ def test_the_compiled_maker_checks_its_slots_and_columns():
         make(Two, (Two.x.__get__, Two.__dict__["y"]), (None, None), (1, 2), 1)
     with pytest.raises(ValueError, match="differ in length"):
         make(Two, slots, ([1],), (None, 9), 1)
+    with pytest.raises(TypeError, match="column 0 is neither a list nor None"):
+        make(Two, slots, ((1, 2), None), (None, 9), 2)
+
+    # what object.__new__ refuses, refused: another base's layout, an abstract class
+    class Failure(Exception):
+        __slots__ = ("x",)
+
+    with pytest.raises(TypeError, match="not safe"):
+        make(Failure, (Failure.__dict__["x"],), (None,), (1,), 1)
+
+    class Shape(abc.ABC):
+        __slots__ = ("x",)
+
+        @abc.abstractmethod
+        def area(self) -> float: ...
+
+    with pytest.raises(TypeError, match="abstract"):
+        make(Shape, (Shape.__dict__["x"],), (None,), (1,), 1)
+
+
+@pytest.mark.skipif(records._records is None, reason="the compiled maker is not built here")
+def test_the_compiled_maker_survives_a_column_shrunk_by_a_collection():
+    """Code a collection runs (a gc callback) may change a column while instances are made:
+    an error, not a read past its end."""
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class One:
+        x: object = None
+
+    column = [object() for _ in range(2000)]
+    starts = []
+
+    def shrink(phase, _info):  # at the fifth collection: well inside the loop of 2,000
+        if phase == "start":
+            starts.append(1)
+            if len(starts) == 5:
+                del column[:]
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(shrink)
+    gc.set_threshold(10)
+    try:
+        with pytest.raises(RuntimeError, match="column 0 changed size"):
+            records._records.make(One, (One.__dict__["x"],), (column,), (None,), 2000)
+    finally:
+        gc.callbacks.remove(shrink)
+        gc.set_threshold(*threshold)
 
 
 def test_a_maker_names_what_it_cannot_set():

@@ -1,15 +1,21 @@
 /* The compiled maker of cosim.core.records: instances of a slotted class made in bulk.
  *
  * make(cls, slots, columns, constants, n) -> list: n new instances of `cls` (allocated as
- * object.__new__(cls) does, no __init__ run); field j of instance i is columns[j][i] when
- * columns[j] is a list (of exactly n items), else constants[j]. `slots` holds one member
- * descriptor per field (the class's own or a base's slot, an object slot), `columns` and
- * `constants` as many entries. The instances are those `records.slot_maker`'s generated
- * function makes, which is its reference and the fallback where this is not built.
+ * object.__new__(cls) does, no __init__ run: a class object.__new__ refuses, abstract or
+ * built on another base's layout, is refused the same way); field j of instance i is
+ * columns[j][i] when columns[j] is a list (of exactly n items), constants[j] when it is None.
+ * `slots` holds one member descriptor per field (the class's own or a base's slot, an object
+ * slot), `columns` and `constants` as many entries. The instances are those
+ * `records.slot_maker`'s generated function makes, which is its reference and the fallback
+ * where this is not built. Nothing here trusts a column to keep its length while objects are
+ * allocated (a collection may run code), and the list being filled is not tracked by the
+ * collector until it is whole.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#if PY_VERSION_HEX < 0x030C0000
 #include <structmember.h>
+#endif
 
 #ifndef Py_T_OBJECT_EX  /* (the names before Python 3.12) */
 #define Py_T_OBJECT_EX T_OBJECT_EX
@@ -55,7 +61,9 @@ static PyObject *make(PyObject *self, PyObject *args)
         }
         offset[j] = md->d_member->offset;
         PyObject *c = PyTuple_GET_ITEM(columns, j);
-        if (PyList_Check(c)) {
+        if (c == Py_None) {
+            column[j] = NULL;
+        } else if (PyList_Check(c)) {
             if (PyList_GET_SIZE(c) != n) {
                 PyErr_Format(PyExc_ValueError, "make: column %zd has %zd items, not %zd", j,
                              PyList_GET_SIZE(c), n);
@@ -63,31 +71,44 @@ static PyObject *make(PyObject *self, PyObject *args)
             }
             column[j] = c;
         } else {
-            column[j] = NULL;
+            PyErr_Format(PyExc_TypeError, "make: column %zd is neither a list nor None", j);
+            goto done;
         }
     }
-    if (type->tp_alloc == NULL) {
-        PyErr_Format(PyExc_TypeError, "make: %s cannot be allocated", type->tp_name);
+    /* what object.__new__(cls) checks (a layout it cannot make, an abstract class), once */
+    PyObject *probe = PyObject_CallMethod((PyObject *)&PyBaseObject_Type, "__new__", "O", cls);
+    if (!probe)
         goto done;
-    }
+    Py_DECREF(probe);
     out = PyList_New(n);
     if (!out)
         goto done;
+    PyObject_GC_UnTrack(out);  /* (its items are NULL until set) */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *obj = type->tp_alloc(type, 0);
         if (!obj) {
             Py_CLEAR(out);
             goto done;
         }
+        PyList_SET_ITEM(out, i, obj);
         for (Py_ssize_t j = 0; j < m; j++) {
-            PyObject *v = column[j] ? PyList_GET_ITEM(column[j], i)
-                                    : PyTuple_GET_ITEM(constants, j);
+            PyObject *v;
+            if (column[j]) {
+                if (i >= PyList_GET_SIZE(column[j])) {  /* shrunk by code a collection ran */
+                    PyErr_Format(PyExc_RuntimeError, "make: column %zd changed size", j);
+                    Py_CLEAR(out);
+                    goto done;
+                }
+                v = PyList_GET_ITEM(column[j], i);
+            } else {
+                v = PyTuple_GET_ITEM(constants, j);
+            }
             PyObject **at = (PyObject **)((char *)obj + offset[j]);
             Py_INCREF(v);
             Py_XSETREF(*at, v);  /* (a slot repeated in `slots`: the last value stays) */
         }
-        PyList_SET_ITEM(out, i, obj);
     }
+    PyObject_GC_Track(out);
 done:
     PyMem_Free(offset);
     PyMem_Free(column);

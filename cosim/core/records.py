@@ -65,14 +65,15 @@ def bulk_maker(cls: type, given: Sequence[str], fixed: Mapping[str, Any] | None 
     """A function of one list per field of `given` (positional, in that order, all of one
     length) that returns, in row order, the instances `slot_maker` (same arguments) makes of
     each row: made by the compiled maker where it was built, else by `slot_maker`'s
-    function. A column of another length is a `ValueError`."""
+    function. Columns of unequal lengths are a `ValueError`, another number of columns a
+    `TypeError`."""
     plan = _plan(cls, given, fixed, same)
     if _records is None:  # an install without a C compiler
         one = slot_maker(cls, given, fixed, same)
 
         def make_python(*columns: Sequence[Any]) -> list[Any]:
-            _same_lengths(columns, len(given))
-            return list(map(one, *columns))
+            n = _same_lengths(columns, len(given))
+            return list(map(one, *columns)) if columns else [one() for _ in range(n)]
 
         return make_python
     slots = tuple(slot for _, slot, _, _ in plan)
@@ -118,6 +119,8 @@ def _plan(cls: type, given: Sequence[str], fixed: Mapping[str, Any] | None,
     if clash:
         raise TypeError(f"{cls.__name__}: field names {clash} start with {_OWN!r}")
     position = {name: k for k, name in enumerate(given)}
+    if len(position) != len(given):
+        raise TypeError(f"{cls.__name__}: fields given twice in {list(given)}")
     plan = []
     for f in fields:
         slot = _slot(cls, f.name)
