@@ -17,8 +17,10 @@ and keep their files; a block left normally waits for every worker, as before.
 
 `usable_cpus` is how many processors this process may use (its affinity where the system
 has one), for whatever sizes a pool by them. `forked_map` runs independent calls on a pool
-of forked workers (their arguments pickled, the parent's modules and state inherited), for
-work that is the same wherever it runs, such as drawing figures.
+of forked workers, which inherit the calls with the rest of the parent's state at the fork
+(only the results are pickled back), for work that is the same wherever it runs, such as
+drawing figures; its module-level state (`_CALLS` and the SIGTERM flags) is set only in its
+own workers.
 """
 
 from __future__ import annotations
