@@ -67,7 +67,6 @@ def bulk_maker(cls: type, given: Sequence[str], fixed: Mapping[str, Any] | None 
     each row: made by the compiled maker where it was built, else by `slot_maker`'s
     function. Columns of unequal lengths are a `ValueError`, another number of columns a
     `TypeError`."""
-    plan = _plan(cls, given, fixed, same)
     if _records is None:  # an install without a C compiler
         one = slot_maker(cls, given, fixed, same)
 
@@ -76,6 +75,7 @@ def bulk_maker(cls: type, given: Sequence[str], fixed: Mapping[str, Any] | None 
             return list(map(one, *columns)) if columns else [one() for _ in range(n)]
 
         return make_python
+    plan = _plan(cls, given, fixed, same)
     slots = tuple(slot for _, slot, _, _ in plan)
     constants = tuple(value for _, _, _, value in plan)
     sources = [source for _, _, source, _ in plan]
