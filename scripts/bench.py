@@ -267,6 +267,46 @@ def _kth(repeat):
     return rows
 
 
+@bench("records: KTH-SP2's 28,475 jobs and their replay outcomes made a column at a time "
+       "(cosim.core.records.bulk_maker, compiled) vs one by one (slot_maker's function)")
+def _records(repeat):
+    from cosim.bls import replay
+    from cosim.core.collect import no_collection
+    from cosim.core.records import RECORDS_KERNEL, slot_maker
+    from cosim.paths import TRACES_DIR
+    from cosim.workload import swf
+    from cosim.workload.jobs import Job, JobOutcome
+
+    jobs = swf.read_swf(TRACES_DIR / "KTH-SP2-1996-2.1-cln.swf.gz").jobs
+    job_fields = ("id", "submit", "hosts", "pes", "walltime", "runtime", "user", "group",
+                  "queue", "partition", "swf")
+    job_cols = [[getattr(j, f) for j in jobs] for f in job_fields]
+    one_job = slot_maker(Job, job_fields, fixed={"app_params": swf._NO_PARAMS},
+                         same={"min_pes": "pes", "max_pes": "pes"})
+    out_fields = ("job", "start", "end", "hosts", "status", "pe_ticks", "pes_start")
+    out_cols = [jobs, [0] * len(jobs), [j.runtime for j in jobs], [()] * len(jobs),
+                ["completed"] * len(jobs), [j.pes * j.runtime for j in jobs],
+                [j.pes for j in jobs]]
+    one_outcome = slot_maker(JobOutcome, out_fields)
+
+    def timed(fn):
+        def run():
+            with no_collection():
+                return fn()
+        return best(repeat, run)[0]
+
+    n = len(jobs)
+    bulk_j = timed(lambda: swf._trace_jobs(*job_cols))
+    one_j = timed(lambda: list(map(one_job, *job_cols)))
+    bulk_o = timed(lambda: replay._outcomes(*out_cols))
+    one_o = timed(lambda: list(map(one_outcome, *out_cols)))
+    return [(f"jobs, bulk_maker ({RECORDS_KERNEL})", n / bulk_j, "jobs/s", None),
+            ("jobs, slot_maker's function one by one", n / one_j, "jobs/s", None),
+            ("jobs: one by one / bulk", one_j / bulk_j, "x", None),
+            (f"outcomes, bulk_maker ({RECORDS_KERNEL})", n / bulk_o, "jobs/s", None),
+            ("outcomes: one by one / bulk", one_o / bulk_o, "x", None)]
+
+
 @bench("metric-aware: KTH-SP2 (28,475 jobs, 100 hosts) under EASY, the balanced priority "
        "ranked at every pass and the window search (targets: W = 1 <= 3x FCFS+EASY in the "
        "round loop; W = 5 <= 10x and < 30 s)")
