@@ -503,14 +503,15 @@ def serve_als(run: Prepared, comm: Any, abandoned: Callable[[], bool] | None = N
         return  # a batch-only run happens on rank 0 alone
     from cosim.als.manager import AppSimulator
     from cosim.placement import ahead_plan, app_ranks
-    from cosim.runner import ahead_jobs, upcoming_apps
+    from cosim.runner import ahead_jobs, settled, upcoming_apps
     from cosim.transport.mpi import serve
 
     jobs = run.workload.jobs
     plan = ahead_plan(jobs, app_ranks(comm.size, rank0_apps, run.als.technique), run.n_hosts)
     serve(comm, lambda: AppSimulator(platform=run.platform, config=run.als, bounds=True,
                                      upcoming=upcoming_apps(jobs),
-                                     ahead=ahead_jobs(jobs, plan, comm.rank)), abandoned)
+                                     ahead=ahead_jobs(jobs, plan, comm.rank),
+                                     settled=settled(run.batch, jobs)), abandoned)
 
 
 def plan(opt: RunOptions) -> list[RunOptions]:

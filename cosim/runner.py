@@ -61,7 +61,8 @@ class RunStats:
     chunk_events, apps: chunks simulated and apps started by the application level; wall_*:
     wall-clock seconds (provenance, not deterministic; ALS summed over ranks); rollbacks: app
     runs replayed to apply a command stamped before their run-ahead; apps_ahead: apps started
-    from a run simulated before their start (MPI, `cosim.als.manager`); exclusion_*: RCA full;
+    from a run simulated before their start (MPI, `cosim.als.manager`); rounds_asked: rounds
+    that reached an ALS rank (MPI: the others needed no message); exclusion_*: RCA full;
     shrinks, expands, pes_released: resize commands and PEs released after shrinks;
     guest_starts: jobs started as malleable guests (SD-Policy); release_wait_s,
     release_wait_max_s: the malleability latency — seconds guests waited, in all and at most,
@@ -70,8 +71,9 @@ class RunStats:
     then falls back to first-fit, as Slurm does without ``--contiguous``).
 
     `EXECUTION_STATS` are facts of the execution, not of the simulated system: the ranks, the
-    wall times, and what depends on them (`rounds`, `rollbacks` and `apps_ahead` vary with how
-    far each MPI rank had run its apps ahead when a round came); `split` keeps them apart.
+    wall times, and what depends on them (`rounds`, `rounds_asked`, `rollbacks` and
+    `apps_ahead` vary with how far each MPI rank had run its apps ahead when a round came);
+    `split` keeps them apart.
     """
 
     rounds: int
@@ -89,6 +91,7 @@ class RunStats:
     ranks: int = 1
     rollbacks: int = 0
     apps_ahead: int = 0
+    rounds_asked: int = 0
     exclusion_requests: int = 0
     exclusions_accepted: int = 0
     hosts_excluded: int = 0
@@ -110,8 +113,8 @@ class RunStats:
 
 #: `RunStats` fields that depend on how the run was executed (ranks, timing), not on what was
 #: simulated: kept out of ``results.h5`` and under ``execution`` in ``summary.json``
-EXECUTION_STATS = ("ranks", "rounds", "rollbacks", "apps_ahead", "wall_s", "wall_bls_s",
-                   "wall_als_s")
+EXECUTION_STATS = ("ranks", "rounds", "rounds_asked", "rollbacks", "apps_ahead", "wall_s",
+                   "wall_bls_s", "wall_als_s")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -264,6 +267,7 @@ def simulate(
                      wall_s=time.perf_counter() - wall0, wall_bls_s=wall_bls,
                      wall_als_s=sum(totals.wall_s.values()), ranks=ranks,
                      rollbacks=totals.rollbacks, apps_ahead=totals.ahead,
+                     rounds_asked=totals.asked,
                      exclusion_requests=sched.exclusion_requests,
                      exclusions_accepted=sched.exclusions_accepted,
                      hosts_excluded=sched.hosts_excluded, shrinks=sched.shrinks,
@@ -367,6 +371,16 @@ def ahead_jobs(jobs: Sequence[Job], plan: Mapping[int, int], rank: int) -> list[
     return [AheadJob(j.id, j.app, tuple(sorted(j.app_params.items())), j.hosts, j.pes,
                      j.walltime if j.walltime > 0 else None)
             for j in sorted(jobs, key=lambda j: (j.submit, j.id)) if plan.get(j.id) == rank]
+
+
+def settled(batch: BatchConfig, jobs: Sequence[Job]) -> bool:
+    """Whether an app's facts, once it has ended, are final whatever the batch level does
+    later: no command but a kill at its announced walltime can reach a running app — no
+    exclusion requests, no malleable policy, every job rigid. ALS ranks then send every fact
+    of an ended app at once (`AppSimulator(settled=True)`), and rank 0 keeps those stamped
+    after the grant until a grant covers them (`MpiAls`)."""
+    return (not batch.exclusion and batch.malleable == "none"
+            and all(j.kind == "rigid" for j in jobs))
 
 
 def run_rounds(order: Sequence[Job], sched: BatchScheduler, group: AlsGroup,

@@ -805,8 +805,8 @@ def _mpi(repeat):
                 wall = min(walls)
                 base = base or wall
                 label = f"{technique} {k} ranks{' --rank0-apps' if rank0 else ''}"
-                ahead = f", {st['apps_ahead']} apps simulated before their start" if k > 1 \
-                    else ""
+                ahead = (f", {st['rounds_asked']:,} reached an ALS rank, {st['apps_ahead']} apps "
+                         "simulated before their start") if k > 1 else ""
                 rows.append((f"{label}: simulation wall ({st['rounds']:,} rounds, "
                              f"{1e6 * wall / st['rounds']:.0f} us/round{ahead})", wall, "s",
                              None))

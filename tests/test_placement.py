@@ -50,3 +50,20 @@ def test_least_work_balances_predicted_work_and_sends_trace_jobs_to_the_trace_en
     assert place.choose(start(4, 1e9), 0) == 0
     rigid = StartApp(time=0, job_id=5, app="rigid", pes=1, hosts=(0,))
     assert place.choose(rigid, 0) == TRACE
+
+
+def test_facts_are_settled_only_where_no_command_can_reach_a_running_app():
+    """`settled`: an ended app's facts are final — and ALS ranks send them at once — unless
+    exclusion requests, a malleable policy or a resizable job could reach a running app."""
+    from dataclasses import replace
+
+    from cosim.bls.config import BatchConfig
+    from cosim.runner import settled
+    from cosim.workload.jobs import Job
+
+    jobs = [Job(id=i, submit=0, runtime=10, hosts=1, pes=1, walltime=20) for i in (1, 2)]
+    assert settled(BatchConfig(), jobs) and settled(BatchConfig(rca=True), jobs)
+    assert not settled(BatchConfig(rca=True, exclusion=True), jobs)
+    assert not settled(BatchConfig(malleable="equi"), jobs)
+    assert not settled(BatchConfig(), [jobs[0], replace(jobs[1], kind="malleable", min_pes=1,
+                                                         max_pes=2)])

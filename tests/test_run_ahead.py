@@ -192,9 +192,9 @@ def mpi_als(monkeypatch):
     from cosim.transport.base import TRACE
     from cosim.transport.mpi import MpiAls
 
-    def make(log, delay, fail_at=None, ranks=(0, 1), stop_answer=None):
+    def make(log, delay, fail_at=None, ranks=(0, 1), stop_answer=None, comm=None):
         apps, trace = _Local(log, "apps", fail_at), _Local(log, "trace", fail_at=1)
-        als = MpiAls(_Comm(log, delay, stop_answer), local={TRACE: trace, 0: apps},
+        als = MpiAls(comm or _Comm(log, delay, stop_answer), local={TRACE: trace, 0: apps},
                      placement=LeastWork(list(ranks), None))
         log.clear()
         return als, apps, trace
@@ -382,3 +382,71 @@ def test_running_apps_and_apps_before_their_start_run_ahead_in_turn(uniform):
         moved.append("running" if running._n_chunks != before else "ahead")
     assert moved == ["ahead", "running"] * 4  # (the first turn begins job 2's run)
     assert sim._pre[2][1]._n_chunks == 15
+
+
+# -- the facts of an ended app, sent at once (settled runs) -----------------------------------
+
+def test_a_settled_simulator_sends_every_fact_of_an_ended_app_at_once(uniform):
+    """With nothing but kills at the announced walltime able to reach a running app
+    (`cosim.runner.settled`), an ALS rank sends every fact of an app that has ended in the
+    first answer after its end, stamped after the grant too; the facts and the loops are
+    those of a simulator that sends each fact when a grant covers it."""
+    from cosim.protocol.messages import AppCompleted
+
+    flop = {**uniform, "total_flop": "4e9"}  # 1 s on 4 PEs of 1 GF
+    script = [start(1, flop, time=5, hosts=(2, 3)),
+              start(2, flop, time=300_000_000, hosts=(0, 1))]
+    lazy = simulator()
+    expected = play(lazy, script, [0])
+    sim = AppSimulator(platform=PLATFORM, config=lazy.config, bounds=True, settled=True)
+    sim.apply([script[0]])
+    assert sim.advance(5) == expected[:1]  # job 1 has not ended: nothing after the grant
+    while sim.speculate(7):  # job 1 runs to its end
+        pass
+    early = sim.advance(script[1].time)
+    assert early[-1] == AppCompleted(time=early[-1].time, job_id=1)
+    assert early[-1].time > script[1].time and 1 not in sim._apps
+    sim.apply([script[1]])
+    got = expected[:1] + early + drain(sim)
+    assert sorted(got, key=lambda f: f.key) == sorted(expected, key=lambda f: f.key)
+    assert loops_of(sim) == loops_of(lazy)
+
+
+class _Scripted(_Comm):
+    """Rank 1 answers the rounds with the replies of `script`, in turn, and counts them."""
+
+    def __init__(self, log, script):
+        super().__init__(log, 0)
+        from cosim.transport.base import Kind
+        from cosim.transport.wire import encode
+
+        self.rounds = 0
+        answer = self._answer
+
+        def scripted(kind):
+            if kind != Kind.ROUND:
+                return answer(kind)
+            self.rounds += 1
+            return encode(script.pop(0))
+        self._answer = scripted
+
+
+def test_rank_0_keeps_facts_sent_ahead_until_a_grant_covers_them(mpi_als):
+    """Facts an ALS rank sent stamped after the grant are handed to the batch level at their
+    tick, in rounds that need no message; a command to their job meanwhile is refused."""
+    from cosim.errors import ProtocolError
+    from cosim.protocol.messages import AppCompleted, AppStarted, HostsYielded, KillApp
+    from cosim.transport.base import Reply
+
+    later = (HostsYielded(time=40, job_id=7, hosts=(3,)), AppCompleted(time=50, job_id=7))
+    comm = _Scripted([], [Reply(facts=(AppStarted(time=10, job_id=7),) + later,
+                                promise=90)])
+    als, _, _ = mpi_als([], delay=0, ranks=(1,), comm=comm)
+    cmd = StartApp(time=10, job_id=7, hosts=(3,), pes=2, app="profile", params=(),
+                   pe_set=IndexSet.of(()))
+    assert als.round(10, [cmd]) == ([AppStarted(time=10, job_id=7)], 40)
+    assert als.round(40, []) == ([later[0]], 50)
+    with pytest.raises(ProtocolError, match="final"):
+        als.round(45, [KillApp(time=45, job_id=7)])
+    assert als.round(50, []) == ([later[1]], 90)
+    assert comm.rounds == 1  # rank 1 was asked once: its promise (90) lay beyond the grants

@@ -36,6 +36,15 @@ walltime limit it ran past) starts afresh, and `AHEAD_MISSES` placements that di
 row stop it (a platform of unequal hosts). Later commands act on a moved run as on any other
 (a replay starts from the start tick).
 
+**Settled runs.** When nothing but a kill at the walltime `StartApp` announced can reach a
+running app (no exclusion requests, no malleable policy, every job rigid:
+`cosim.runner.settled`), an app's facts are final once it has ended, and a simulator made with
+``settled`` returns every fact of an app that has ended from the next `advance`, stamped after
+its grant too (the app then leaves it, as at its completion). An ALS rank's answer thus
+carries the whole end of an app it had simulated ahead, and rank 0 keeps the facts after the
+grant until a grant covers them (`cosim.transport.mpi.MpiAls`): the rank is asked again only
+for a command or when its next unknown fact may be due.
+
 **Commands apply after their tick.** Requests served at a command's tick t may have produced
 facts stamped t, already reported (a "done" inside a host takes no time), so `ExcludeHosts`,
 `ShrinkApp` and `ExpandApp` at t act on the app's state after the requests served at t and
@@ -512,10 +521,11 @@ class AppSimulator:
     def __init__(self, *, platform: Platform, config: AlsConfig,
                  cache_dir: str | None = None, bounds: bool = False,
                  upcoming: Iterable[tuple[str, Mapping[str, str]]] = (),
-                 ahead: Iterable[AheadJob] = ()) -> None:
+                 ahead: Iterable[AheadJob] = (), settled: bool = False) -> None:
         self.platform = platform
         self.config = config
         self.bounds = bounds
+        self.settled = settled
         self._upcoming = iter(upcoming)
         self._ahead = deque(ahead)
         # job id -> (job, its run from tick 0, the speeds and message times it ran with)
@@ -932,6 +942,14 @@ class AppSimulator:
             facts.extend(app.until(until))
             if app.ended and not app.pending:
                 done.append(jid)
+        if self.settled:  # every fact of an app that has ended, stamped after `until` too
+            for jid, app in self._apps.items():
+                if jid not in done:
+                    app.collect()
+                    if app.ended:
+                        facts.extend(app.until(app.end))
+                        promised.pop(jid, None)
+                        done.append(jid)
         for jid in done:
             app = self._apps.pop(jid)
             result = dataclasses.replace(app.run.result(), pes=tuple(app.pe_of))

@@ -27,7 +27,8 @@ class AlsTotals:
     `loops`: job id -> the app's loop result (`cosim.als.runtime.LoopResult`); `wall_s`: wall
     seconds per rank; `rollbacks`: app runs replayed to an earlier tick (exclusion requests
     and resizes stamped before an app's run-ahead); `ahead`: apps started from a run
-    simulated before their start (`cosim.als.manager`).
+    simulated before their start (`cosim.als.manager`); `asked`: rounds that reached an ALS
+    rank (`cosim.transport.mpi`; 0 in one process).
     """
 
     loops: Mapping[int, Any] = field(default_factory=dict)
@@ -36,6 +37,7 @@ class AlsTotals:
     wall_s: Mapping[int, float] = field(default_factory=dict)
     rollbacks: int = 0
     ahead: int = 0
+    asked: int = 0
 
 
 class Endpoint(Protocol):
