@@ -374,10 +374,10 @@ def ahead_jobs(jobs: Sequence[Job], plan: Mapping[int, int], rank: int) -> list[
 
 
 def settled(batch: BatchConfig, jobs: Sequence[Job]) -> bool:
-    """Whether an app's facts, once it has ended, are final whatever the batch level does
-    later: no command but a kill at its announced walltime can reach a running app — no
-    exclusion requests, no malleable policy, every job rigid. ALS ranks then send every fact
-    of an ended app at once (`AppSimulator(settled=True)`), and rank 0 keeps those stamped
+    """Whether an app's facts, once it has ended by its walltime, are final whatever the
+    batch level does later: no command but a kill at its announced walltime can reach a
+    running app — no exclusion requests, no malleable policy, every job rigid. ALS ranks then
+    send every fact of such an app at once (`AppSimulator(settled=True)`), and rank 0 keeps those stamped
     after the grant until a grant covers them (`MpiAls`)."""
     return (not batch.exclusion and batch.malleable == "none"
             and all(j.kind == "rigid" for j in jobs))

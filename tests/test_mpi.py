@@ -129,6 +129,29 @@ def test_coupled_run_is_identical_on_1_2_and_3_ranks(tmp_path, technique, rca, m
         assert outs[1][3]["hosts_excluded"] > 0  # and apps gave up hosts when asked
 
 
+def test_an_app_ending_just_past_its_walltime_is_killed_on_any_number_of_ranks(tmp_path):
+    """A settled run (`cosim.runner.settled`) sends an app's end at once only when it ends
+    by its walltime: job 1's last chunks are handed out before its 10 s walltime, but their
+    "done" answers arrive 0.24 µs after it (message times), so the batch level kills it at
+    10 s — on 1, 2 and 3 ranks alike, rank 1 asked meanwhile for job 2's start."""
+    swf = tmp_path / "kill.swf"
+    swf.write_text("; MaxNodes: 2\n; MaxProcs: 2\n"
+                   "; CosimApp: 1 app=mandelbrot priority=0 total_flop=19999996400\n"
+                   "; CosimApp: 2 app=mandelbrot priority=0 total_flop=1e9\n"
+                   "1 0 -1 30 -1 -1 -1 2 10 -1 1 -1 -1 1 -1 -1 -1 -1\n"
+                   "2 0 -1 30 -1 -1 -1 1 1000 -1 1 -1 -1 2 -1 -1 -1 -1\n")
+    outs = []
+    for k in (1, 2, 3):
+        out = tmp_path / f"n{k}"
+        proc = _mpi_run(tmp_path, k, "--workload", str(swf), "--hosts", "2", "--technique",
+                        "STATIC", "--app-overrides", "width=48", "--rca", "yield",
+                        "--trace", "none", "--out", str(out), "--json")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert json.loads(proc.stdout)["killed"] == 1
+        outs.append(((out / "jobs.csv").read_bytes(), (out / "schedule.swf").read_bytes()))
+    assert outs[0] == outs[1] == outs[2]
+
+
 def test_a_power_capped_run_is_identical_on_1_2_and_3_ranks(tmp_path):
     """Value- and power-aware scheduling (VPE, dynamic power, a 55 % cap) of trace jobs gives
     the same jobs.csv and results on 1, 2 and 3 ranks (spec §4.4)."""

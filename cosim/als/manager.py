@@ -38,9 +38,10 @@ row stop it (a platform of unequal hosts). Later commands act on a moved run as 
 
 **Settled runs.** When nothing but a kill at the walltime `StartApp` announced can reach a
 running app (no exclusion requests, no malleable policy, every job rigid:
-`cosim.runner.settled`), an app's facts are final once it has ended, and a simulator made with
-``settled`` returns every fact of an app that has ended from the next `advance`, stamped after
-its grant too (the app then leaves it, as at its completion). An ALS rank's answer thus
+`cosim.runner.settled`), an app's facts are final once it has ended by that walltime (one
+whose last "done" answers arrive after it is killed then), and a simulator made with
+``settled`` returns every fact of such an app from the next `advance`, stamped after its
+grant too (the app then leaves it, as at its completion). An ALS rank's answer thus
 carries the whole end of an app it had simulated ahead, and rank 0 keeps the facts after the
 grant until a grant covers them (`cosim.transport.mpi.MpiAls`): the rank is asked again only
 for a command or when its next unknown fact may be due.
@@ -946,7 +947,9 @@ class AppSimulator:
             for jid, app in self._apps.items():
                 if jid not in done:
                     app.collect()
-                    if app.ended:
+                    # (an app whose last "done" answers arrive after its walltime is killed
+                    # at its walltime instead: its end is not final)
+                    if app.ended and app.end is not None and app.end <= app.limit:
                         facts.extend(app.until(app.end))
                         promised.pop(jid, None)
                         done.append(jid)

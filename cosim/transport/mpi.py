@@ -6,11 +6,11 @@ ALS rank (grant + the commands routed to it, tag `TAG_DOWN`) and one `Reply` bac
 `TAG_UP`), both sent as plain tuples (`cosim.transport.wire`). A rank that gets no command
 and whose last promise lies beyond the grant is not sent the round: it has no fact up to the
 grant, and keeps its promise. In a settled run (`cosim.runner.settled`) a reply also carries
-every fact of an app that has ended, stamped after the grant too: rank 0 keeps those until a
-grant covers them (a command to such a job meanwhile is a `ProtocolError`), and the rank's
-promise covers only the facts it has not sent, so it is asked again only for a command or
-when one of those may be due (SS on ESP-Mandelbrot, 2 ranks: 146 of 5,790 rounds, 2,690
-before). Between rounds an ALS rank does not block:
+every fact of an app that has ended by its walltime, stamped after the grant too: rank 0
+keeps those until a grant covers them (a command to such a job meanwhile is a
+`ProtocolError`), and the rank's promise covers only the facts it has not sent, so it is
+asked again only for a command or when one of those may be due (SS on ESP-Mandelbrot, 2
+ranks: 146 of 5,790 rounds, 2,690 before). Between rounds an ALS rank does not block:
 it runs its apps ahead (`AppSimulator.speculate`, a bounded number of chunks at a time) and
 checks for rank 0's next message in between, so the ranks simulate their apps in parallel
 while the protocol stays exact (speculation only finds facts earlier; they are reported when a
