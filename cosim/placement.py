@@ -15,7 +15,7 @@ more rounds than their simulation, and a 2-rank FAC2 run was 0.80× as fast as o
 With ALS ranks among the candidates, apps are also simulated *before* their start
 (`cosim.als.manager`): every app job of fixed size is then given a rank before the run
 (`ahead_plan`: in submission order, in turn over the candidates from the first ALS rank, rank
-0 last and two turns in three), so that each rank knows which apps it will get; the placement follows that plan, and
+0 last and four turns in five), so that each rank knows which apps it will get; the placement follows that plan, and
 `LeastWork` places the others (moldable and malleable jobs, whose size is decided at their
 start).
 """
@@ -49,17 +49,17 @@ def ahead_plan(jobs: Sequence[Job], ranks: Sequence[int], n_hosts: int) -> dict[
     job id -> rank, for the rigid app jobs (a moldable or malleable job's size is decided
     at its start or changes) that fit on `n_hosts`
     hosts, dealt in ``(submit, id)`` order to `ranks` in turn, ALS ranks first and rank 0
-    last, rank 0 skipping every third turn: it gets two apps for every three of an ALS rank,
+    last, rank 0 skipping every fifth turn: it gets four apps for every five of an ALS rank,
     as it also runs the batch level and the rounds. Empty with no ALS rank among `ranks`:
     nothing runs ahead in one process. Every rank computes it alike from the same
     workload."""
     als = sorted(r for r in ranks if r != 0)
     if not als:
         return {}
-    # measured on 2 ranks, SS on ESP-Mandelbrot (2026-12-02, medians of 7 runs): 3 apps in 5
-    # to rank 1 1.59-1.61x one process, 4 in 7 or 5 in 8 the same, 1 in 2 1.49-1.51x, 2 in 3
-    # 1.48x (rank 1 then falls behind the starts)
-    order = (als + [0]) * 2 + als if 0 in ranks else als
+    # measured on 2 ranks, SS on ESP-Mandelbrot (2026-12-02, medians of 9 alternating runs):
+    # 5 apps in 9 to rank 1 1.60-1.68x one process, 4 in 7 1.59-1.65x, 3 in 5 1.58x, 6 in 11
+    # 1.56x, 1 in 2 1.53x; 2 in 3 1.48x (medians of 7: rank 1 then falls behind the starts)
+    order = (als + [0]) * 4 + als if 0 in ranks else als
     todo = sorted((j for j in jobs if j.app != "rigid" and j.kind == "rigid"
                    and j.hosts <= n_hosts), key=lambda j: (j.submit, j.id))
     return {j.id: order[k % len(order)] for k, j in enumerate(todo)}

@@ -363,10 +363,11 @@ def test_ahead_plan_deals_fixed_size_app_jobs_in_submission_order(uniform):
             job(9, 70, kind="moldable")]  # sized at its start
     assert ahead_plan(jobs, [0, 1, 2], 8) == {1: 1, 2: 2, 5: 0, 7: 1, 8: 2}
     assert ahead_plan(jobs, [1], 8) == {1: 1, 2: 1, 5: 1, 7: 1, 8: 1}
-    # rank 0 two apps for every three of an ALS rank (it also runs the batch level)
-    many = [job(i, i) for i in range(1, 21)]
-    assert list(ahead_plan(many, [0, 1], 8).values()) == [1, 0, 1, 0, 1] * 4
-    assert list(ahead_plan(many, [0, 1, 2], 8).values()) == ([1, 2, 0, 1, 2, 0, 1, 2] * 3)[:20]
+    # rank 0 four apps for every five of an ALS rank (it also runs the batch level)
+    many = [job(i, i) for i in range(1, 19)]
+    assert list(ahead_plan(many, [0, 1], 8).values()) == [1, 0, 1, 0, 1, 0, 1, 0, 1] * 2
+    assert list(ahead_plan(many, [0, 1, 2], 8).values()) == (
+        [1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2] * 2)[:18]
     assert ahead_plan(jobs, [0], 8) == {}  # one process: nothing runs ahead
 
 
