@@ -15,9 +15,9 @@ more rounds than their simulation, and a 2-rank FAC2 run was 0.80× as fast as o
 With ALS ranks among the candidates, apps are also simulated *before* their start
 (`cosim.als.manager`): every app job of fixed size is then given a rank before the run
 (`ahead_plan`: in submission order, in turn over the candidates from the first ALS rank, rank
-0 last and four turns in five), so that each rank knows which apps it will get; the placement follows that plan, and
-`LeastWork` places the others (moldable and malleable jobs, whose size is decided at their
-start).
+0 last and four turns in five), so that each rank knows which apps it will get; the placement
+follows that plan, and `LeastWork` places the others (moldable and malleable jobs, whose
+size is decided at their start).
 """
 
 from __future__ import annotations

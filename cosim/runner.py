@@ -377,8 +377,8 @@ def settled(batch: BatchConfig, jobs: Sequence[Job]) -> bool:
     """Whether an app's facts, once it has ended by its walltime, are final whatever the
     batch level does later: no command but a kill at its announced walltime can reach a
     running app — no exclusion requests, no malleable policy, every job rigid. ALS ranks then
-    send every fact of such an app at once (`AppSimulator(settled=True)`), and rank 0 keeps those stamped
-    after the grant until a grant covers them (`MpiAls`)."""
+    send every fact of such an app at once (`AppSimulator(settled=True)`), and rank 0 keeps
+    those stamped after the grant until a grant covers them (`MpiAls`)."""
     return (not batch.exclusion and batch.malleable == "none"
             and all(j.kind == "rigid" for j in jobs))
 
