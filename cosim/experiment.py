@@ -507,11 +507,13 @@ def serve_als(run: Prepared, comm: Any, abandoned: Callable[[], bool] | None = N
     from cosim.transport.mpi import serve
 
     jobs = run.workload.jobs
-    plan = ahead_plan(jobs, app_ranks(comm.size, rank0_apps, run.als.technique), run.n_hosts)
+    final = settled(run.batch, jobs)
+    plan = ahead_plan(jobs, app_ranks(comm.size, rank0_apps, run.als.technique, final),
+                      run.n_hosts)
     serve(comm, lambda: AppSimulator(platform=run.platform, config=run.als, bounds=True,
                                      upcoming=upcoming_apps(jobs),
                                      ahead=ahead_jobs(jobs, plan, comm.rank),
-                                     settled=settled(run.batch, jobs)), abandoned)
+                                     settled=final), abandoned)
 
 
 def plan(opt: RunOptions) -> list[RunOptions]:

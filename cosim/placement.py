@@ -7,10 +7,14 @@ rank: a job's prediction is ``pes x`` its ideal run time (``total_flop / (pes x 
 when its app completes. With one candidate (the in-process run) every app goes there. Which
 rank simulates an app never changes its facts, so results do not depend on the number of
 ranks; this only balances wall time. The runner chooses the candidates: ranks 1..K-1, plus
-rank 0 with ``rank0_apps``; but with ``rank0_apps`` and a technique that is not
-`fine_grained` (its loops are a few hundred chunks, e.g. FAC2: the ESP-Mandelbrot main job
-simulates 79 k chunks for 230 apps in ≈ 0.2 s), rank 0 alone: sending such apps away costs
-more rounds than their simulation, and a 2-rank FAC2 run was 0.80× as fast as one process.
+rank 0 with ``rank0_apps``; but with ``rank0_apps``, a technique that is not `fine_grained`
+(its loops are a few hundred chunks, e.g. FAC2: the ESP-Mandelbrot main job simulates 79 k
+chunks for 230 apps in ≈ 0.2 s) and a run that is not settled (`cosim.runner.settled`: RCA
+full, malleable jobs), rank 0 alone: sending such apps away costs more rounds than their
+simulation (a 2-rank FAC2 run was 0.80× as fast as one process). A settled run sends an app's
+end at once, one round for most apps: spread over 2 ranks, FAC2 / GSS / STATIC / AF ran
+1.13 / 1.16 / 1.22 / 1.40× as fast as one process (medians of 7, 5, 5, 5 alternating runs
+on ESP-Mandelbrot, 2026-12-02), against 0.99× with rank 0 alone.
 
 With ALS ranks among the candidates, apps are also simulated *before* their start
 (`cosim.als.manager`): every app job of fixed size is then given a rank before the run
@@ -36,12 +40,14 @@ if TYPE_CHECKING:  # the application level loads only when a job runs an app
 __all__ = ["LeastWork", "TRACE", "ahead_plan", "app_ranks"]
 
 
-def app_ranks(size: int, rank0_apps: bool, technique: Technique) -> list[int]:
+def app_ranks(size: int, rank0_apps: bool, technique: Technique,
+              settled: bool = False) -> list[int]:
     """The candidate ranks for apps in a world of `size` ranks (module docstring): 1..size-1,
-    and rank 0 with `rank0_apps` — alone when the technique is not `fine_grained`."""
+    and rank 0 with `rank0_apps` — alone when the technique is not `fine_grained` and the run
+    not `settled` (`cosim.runner.settled`)."""
     if not rank0_apps:
         return list(range(1, size))
-    return [0, *range(1, size)] if technique.fine_grained else [0]
+    return [0, *range(1, size)] if technique.fine_grained or settled else [0]
 
 
 def ahead_plan(jobs: Sequence[Job], ranks: Sequence[int], n_hosts: int) -> dict[int, int]:

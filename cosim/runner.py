@@ -253,7 +253,7 @@ def simulate(
             from cosim.transport.mpi import MpiAls
 
             ranks = comm.size
-            where = app_ranks(comm.size, rank0_apps, als.technique)
+            where = app_ranks(comm.size, rank0_apps, als.technique, settled(batch, order))
             plan = ahead_plan(order, where, n_hosts)
             # apps on rank 0 alone (coarse-grained loops): exact promises, as in one process
             local = {TRACE: trace, **({0: apps(where != [0], plan)} if rank0_apps else {})}

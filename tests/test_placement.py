@@ -19,6 +19,8 @@ def test_apps_stay_on_rank_0_unless_their_loops_are_fine_grained(name):
     expected = [0, 1, 2, 3] if technique.fine_grained else [0]
     assert app_ranks(4, True, technique) == expected
     assert app_ranks(1, True, technique) == [0]
+    # a settled run sends an app's end at once: any app is worth another rank
+    assert app_ranks(4, True, technique, settled=True) == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("name", names())

@@ -18,10 +18,11 @@ grant covers them; with nothing left to run ahead, it scales the cost arrays of 
 come of the apps it has loaded). Rank 0 keeps its local endpoints — the trace apps (`TRACE`) and, with ``rank0_apps``,
 an app simulator (destination 0) — and does its local work after sending and before
 receiving; while it waits for the answers it runs its own apps ahead the same way, a slice
-between two polls. When apps go to rank 0 alone (coarse-grained loops with ``rank0_apps``),
-no ALS rank takes part in any round: rank 0 runs the rounds as one process does
-(`LocalAls`), and the ALS ranks get only the hello and the stop. Waiting sides with nothing to run ahead poll without spinning a core for
-long (`Idle`: yields for 50 ms, then sleeps growing from 50 µs to 0.5 ms), leaving it to ranks
+between two polls. When apps go to rank 0 alone (coarse-grained loops with ``rank0_apps``
+in a run that is not settled), no ALS rank takes part in any round: rank 0 runs the rounds
+as one process does (`LocalAls`), and the ALS ranks get only the hello and the stop. Waiting
+sides with nothing to run ahead poll without spinning a core for long (`Idle`: yields for
+50 ms, then sleeps growing from 50 µs to 0.5 ms), leaving it to ranks
 that compute. An error in rank 0's local work is raised only after every reply is in, so no
 message is left unmatched. An ALS rank that fails
 answers every later round with its error until the stop; rank 0 raises it (an `InputError`
@@ -149,9 +150,10 @@ class MpiAls:
                 self.close()
                 raise ProtocolError(f"ALS rank {rank} speaks protocol {reply.version}, "
                                     f"rank 0 speaks {PROTOCOL_VERSION}")
-        # apps placed on rank 0 alone (coarse-grained loops with rank0_apps): no ALS rank
-        # takes part in any round, so rank 0 runs them as one process does (`LocalAls`: the
-        # same rounds, without asking, polling or gathering), and stops the ranks at the end
+        # apps placed on rank 0 alone (coarse-grained loops with rank0_apps, not settled): no
+        # ALS rank takes part in any round, so rank 0 runs them as one process does
+        # (`LocalAls`: the same rounds, without asking, polling or gathering), and stops the
+        # ranks at the end
         self._alone = (LocalAls(self.local, placement)
                        if list(getattr(placement, "ranks", ())) == [0] else None)
 
