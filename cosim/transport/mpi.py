@@ -202,24 +202,12 @@ class MpiAls:
             reply = replies[rank]
             if reply.error is not None:
                 _raise(rank, reply.error)
-            now = [f for f in reply.facts if f.time <= grant]
-            own.append(now)
-            if len(now) < len(reply.facts):
-                for i, f in enumerate(reply.facts):
-                    if f.time > grant:
-                        heapq.heappush(self._later, (f.key, rank, i, f))
-                        if isinstance(f, AppCompleted):
-                            self._settled.add(f.job_id)
+            own.append(self._keep_later(rank, reply.facts, grant))
             self._promise_of[rank] = reply.promise
         promises.extend(self._promise_of.values())
-        later = self._later
-        if later and later[0][0][0] <= grant:
-            due = []
-            while later and later[0][0][0] <= grant:
-                due.append(heapq.heappop(later)[3])
-            own.append(due)
-        if later:
-            promises.append(later[0][0][0])
+        own.append(self._due(grant))
+        if self._later:
+            promises.append(self._later[0][0][0])
         facts = merge_facts(own)
         for f in facts:
             if isinstance(f, AppCompleted):
@@ -251,6 +239,26 @@ class MpiAls:
                 _raise(rank, getattr(t, "error", None) or f"ProtocolError: {t!r} for totals")
             wall[rank] = t.wall_s.get(rank, 0.0)
         return replace(merge_totals(mine + list(totals[1:]), wall), asked=self._asked)
+
+    def _keep_later(self, rank: int, facts: Sequence[Fact], grant: int) -> list[Fact]:
+        """Of the facts `rank` sent, those up to `grant`; those after it (a settled run's
+        ends sent at once) are kept until a grant covers them (`_due`)."""
+        now = [f for f in facts if f.time <= grant]
+        if len(now) < len(facts):
+            for i, f in enumerate(facts):
+                if f.time > grant:
+                    heapq.heappush(self._later, (f.key, rank, i, f))
+                    if isinstance(f, AppCompleted):
+                        self._settled.add(f.job_id)
+        return now
+
+    def _due(self, grant: int) -> list[Fact]:
+        """The facts kept by `_keep_later` that `grant` covers, taken out."""
+        later = self._later
+        due = []
+        while later and later[0][0][0] <= grant:
+            due.append(heapq.heappop(later)[3])
+        return due
 
     def _note_gone(self, replies: list) -> None:
         """The ranks that answered they were interrupted have sent their last message:
